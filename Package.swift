@@ -1,0 +1,36 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "entitlement-service",
+    products: [
+        .executable(name: "entitlement-service", targets: ["EntitlementService"]),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CUV",
+            pkgConfig: "libuv",
+            providers: [.apt(["libuv1-dev", "libhttp-parser-dev"])]
+        ),
+        .systemLibrary(
+            name: "CPostgres",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
+        .target(name: "EntitlementModel"),
+        .executableTarget(
+            name: "EntitlementService",
+            dependencies: ["CUV", "CPostgres", "CCurl", "EntitlementModel"]
+        ),
+        .testTarget(
+            name: "EntitlementTests",
+            dependencies: ["EntitlementService", "EntitlementModel"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
