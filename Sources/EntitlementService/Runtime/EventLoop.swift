@@ -1,0 +1,100 @@
+import CUV
+import Foundation
+
+/// The process's single libuv loop and the thread that owns it.
+///
+/// Every socket, timer and poll handle of the service lives on this loop, and Swift concurrency runs on it
+/// too: `EventLoop` is the `SerialExecutor` behind the `@Loop` global actor, so `async` handlers resume on
+/// the loop thread and may touch libuv handles directly. Other threads reach the loop only through
+/// `enqueue`, which appends to a locked queue and wakes the loop with `uv_async_send`.
+public final class EventLoop: SerialExecutor, @unchecked Sendable {
+    /// The loop every part of the process shares; its thread starts on first use.
+    public static let shared = EventLoop()
+
+    /// The libuv loop. Touch it only on the loop thread.
+    public let uv: UnsafeMutablePointer<uv_loop_t>
+    private let wakeup: UnsafeMutablePointer<uv_async_t>
+    private let lock = NSLock()
+    private var queued: [UnownedJob] = []
+    private var threadID: pthread_t?
+    private let started = DispatchSemaphore(value: 0)
+
+    private init() {
+        signal(SIGPIPE, SIG_IGN)
+        uv = .allocate(capacity: 1)
+        precondition(uv_loop_init(uv) == 0, "uv_loop_init failed")
+        wakeup = .allocate(capacity: 1)
+        precondition(uv_async_init(uv, wakeup, { handle in
+            guard let data = handle?.pointee.data else { return }
+            Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().runQueued()
+        }) == 0, "uv_async_init failed")
+        wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        let thread = Thread { [self] in
+            threadID = pthread_self()
+            started.signal()
+            uv_run(uv, UV_RUN_DEFAULT)
+        }
+        thread.name = "uv-loop"
+        thread.stackSize = 8 << 20
+        thread.start()
+        started.wait()
+    }
+
+    /// True when the caller runs on the loop thread.
+    public var inLoopThread: Bool {
+        guard let threadID else { return false }
+        return pthread_equal(threadID, pthread_self()) != 0
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        lock.lock()
+        queued.append(unowned)
+        lock.unlock()
+        uv_async_send(wakeup)
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(inLoopThread, "expected to run on the uv loop thread")
+    }
+
+    /// Runs the jobs queued so far; jobs they enqueue wait for the next loop iteration, so I/O is never starved.
+    private func runQueued() {
+        lock.lock()
+        let batch = queued
+        queued.removeAll(keepingCapacity: true)
+        lock.unlock()
+        let executor = asUnownedSerialExecutor()
+        for job in batch {
+            job.runSynchronously(on: executor)
+        }
+    }
+
+    /// Milliseconds of the loop's cached clock (`uv_now`).
+    public var now: UInt64 { uv_now(uv) }
+}
+
+/// The global actor of everything that lives on the uv loop: handles, connections, pools, routes.
+@globalActor
+public actor Loop {
+    public static let shared = Loop()
+
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        EventLoop.shared.asUnownedSerialExecutor()
+    }
+
+    /// Runs `operation` as `@Loop` code from a synchronous context already on the loop thread, such as a
+    /// libuv or libcurl callback. Traps when called from any other thread.
+    public static func assumeIsolated<T>(_ operation: @Loop () throws -> T) rethrows -> T {
+        EventLoop.shared.checkIsolated()
+        typealias Isolated = @Loop () throws -> T
+        typealias Plain = () throws -> T
+        return try withoutActuallyEscaping(operation) { isolated in
+            try unsafeBitCast(isolated, to: Plain.self)()
+        }
+    }
+}

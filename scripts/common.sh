@@ -1,0 +1,63 @@
+# Shared set-up for scripts/run.sh, scripts/test.sh and the benchmarks. Source it; do not run it.
+# Installs what the service needs on a fresh Debian machine and manages project-local PostgreSQL clusters.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PACKAGES=(libuv1-dev libpq-dev libcurl4-openssl-dev libhttp-parser-dev postgresql postgresql-contrib pkg-config ca-certificates)
+
+# Installs the Debian packages the build and the local database need, when any is missing.
+ensure_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}" "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "installing: ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# The newest PostgreSQL server binaries Debian installed.
+pg_bindir() {
+    local dir
+    dir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+    [ -n "$dir" ] || { echo "PostgreSQL server binaries not found" >&2; return 1; }
+    echo "$dir"
+}
+
+# Runs a command as the cluster's owner: `postgres` when we are root (PostgreSQL refuses root), else ourselves.
+as_pg_owner() {
+    if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+# A TCP port nothing listens on right now.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# pg_start DIR PORT: initialises DIR when empty, starts a server on 127.0.0.1:PORT with its socket in DIR,
+# and creates the `entitlements` database. Prints nothing; sets PG_DATABASE_URL.
+pg_start() {
+    local dir="$1" port="$2" bin
+    bin=$(pg_bindir)
+    mkdir -p "$dir"
+    [ "$(id -u)" -eq 0 ] && chown postgres:postgres "$dir" && chmod 700 "$dir"
+    if [ ! -f "$dir/PG_VERSION" ]; then
+        as_pg_owner "$bin/initdb" -D "$dir" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
+    fi
+    as_pg_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=${PG_FSYNC:-on}" start >/dev/null
+    as_pg_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -d postgres -qAtc \
+        "SELECT 1 FROM pg_database WHERE datname='entitlements'" | grep -q 1 ||
+        as_pg_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres entitlements
+    PG_DATABASE_URL="postgresql://postgres@127.0.0.1:$port/entitlements"
+}
+
+# pg_stop DIR: fast shutdown of the cluster in DIR, if it runs.
+pg_stop() {
+    local bin
+    bin=$(pg_bindir)
+    [ -f "$1/postmaster.pid" ] && as_pg_owner "$bin/pg_ctl" -D "$1" -m fast -w stop >/dev/null 2>&1 || true
+}
