@@ -61,3 +61,13 @@ pg_stop() {
     bin=$(pg_bindir)
     [ -f "$1/postmaster.pid" ] && as_pg_owner "$bin/pg_ctl" -D "$1" -m fast -w stop >/dev/null 2>&1 || true
 }
+
+# Where the run command keeps its database: .pgdata/ in the checkout (git-ignored), or, when the cluster
+# owner cannot reach the checkout (a home directory closed to `postgres`), a folder under /var/tmp.
+local_pgdata() {
+    if [ "$(id -u)" -ne 0 ] || runuser -u postgres -- test -x "$ROOT" 2>/dev/null; then
+        echo "$ROOT/.pgdata"
+    else
+        echo "/var/tmp/entitlement-service-pgdata"
+    fi
+}

@@ -1,0 +1,121 @@
+import Foundation
+
+/// What the process does with purchases that another user posts.
+public enum RestorePolicy: String, Sendable {
+    /// The purchase moves to the user who posted it; the move is audited.
+    case transfer
+    /// The purchase stays with its first owner; the second poster gets 409.
+    case keep
+}
+
+/// Everything the service reads from its environment, validated once at start-up.
+///
+/// A bad value stops start-up with one line naming the variable; secret values are never echoed.
+public struct Configuration: Sendable {
+    public var listenAddress: String
+    public var port: Int
+    public var databaseURL: String?
+    public var databasePoolSize: Int
+    public var appleSharedSecret: String?
+    public var appleBundleID: String?
+    public var appleProductionURL: String
+    public var appleSandboxURL: String
+    public var appleTimeoutMs: Int
+    public var appleConnectTimeoutMs: Int
+    /// CA bundle file trusted for the App Store's TLS; loaded once and cached by libcurl.
+    public var appleCABundle: String
+    public var apiKeys: [String]
+    public var adminAPIKeys: [String]
+    public var productsFile: String?
+    public var restorePolicy: RestorePolicy
+    public var retryBaseMs: Int
+    public var retryMaxMs: Int
+    public var maxConnections: Int
+    public var migrationsDirectory: String?
+
+    public static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
+    public static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
+
+    /// Reads and validates `environment`; throws the first problem found.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        var reader = EnvironmentReader(environment: environment)
+        listenAddress = reader.string("LISTEN_ADDR") ?? "127.0.0.1"
+        port = try reader.int("PORT", default: 8080, in: 0...65535)
+        databaseURL = reader.string("DATABASE_URL")
+        databasePoolSize = try reader.int("DATABASE_POOL_SIZE", default: 8, in: 1...500)
+        appleSharedSecret = reader.string("APPLE_SHARED_SECRET")
+        appleBundleID = reader.string("APPLE_BUNDLE_ID")
+        appleProductionURL = try reader.url("APPLE_VERIFY_URL_PRODUCTION", default: Self.appleProductionDefault)
+        appleSandboxURL = try reader.url("APPLE_VERIFY_URL_SANDBOX", default: Self.appleSandboxDefault)
+        appleTimeoutMs = try reader.int("APPLE_TIMEOUT_MS", default: 10_000, in: 1...600_000)
+        appleConnectTimeoutMs = try reader.int("APPLE_CONNECT_TIMEOUT_MS", default: min(3_000, appleTimeoutMs), in: 1...600_000)
+        appleCABundle = reader.string("APPLE_CA_BUNDLE") ?? "/etc/ssl/certs/ca-certificates.crt"
+        apiKeys = try reader.keys("API_KEYS")
+        adminAPIKeys = try reader.keys("ADMIN_API_KEYS")
+        productsFile = reader.string("PRODUCTS_FILE")
+        let policy = reader.string("RESTORE_POLICY") ?? RestorePolicy.transfer.rawValue
+        guard let restorePolicy = RestorePolicy(rawValue: policy) else {
+            throw ConfigurationError(variable: "RESTORE_POLICY", problem: "expected transfer or keep, got '\(policy)'")
+        }
+        self.restorePolicy = restorePolicy
+        retryBaseMs = try reader.int("RETRY_BASE_MS", default: 5_000, in: 1...86_400_000)
+        retryMaxMs = try reader.int("RETRY_MAX_MS", default: 600_000, in: 1...86_400_000)
+        guard retryMaxMs >= retryBaseMs else {
+            throw ConfigurationError(variable: "RETRY_MAX_MS", problem: "must be at least RETRY_BASE_MS (\(retryBaseMs))")
+        }
+        maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
+        migrationsDirectory = reader.string("MIGRATIONS_DIR")
+    }
+
+    /// Checks what `serve` needs beyond what every subcommand needs.
+    public func validateForServing() throws(ConfigurationError) {
+        guard databaseURL != nil else {
+            throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
+        }
+    }
+}
+
+/// One bad or missing environment variable.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public var variable: String
+    public var problem: String
+    public var description: String { "configuration error: \(variable) \(problem)" }
+}
+
+/// Typed, validated reads of environment variables; empty values count as unset.
+private struct EnvironmentReader {
+    let environment: [String: String]
+
+    func string(_ name: String) -> String? {
+        guard let value = environment[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    func int(_ name: String, default fallback: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard let raw = string(name) else { return fallback }
+        guard let value = Int(raw), range.contains(value) else {
+            throw ConfigurationError(variable: name, problem: "expected an integer in \(range.lowerBound)...\(range.upperBound), got '\(raw)'")
+        }
+        return value
+    }
+
+    func url(_ name: String, default fallback: String) throws(ConfigurationError) -> String {
+        guard let raw = string(name) else { return fallback }
+        guard raw.hasPrefix("http://") || raw.hasPrefix("https://") else {
+            throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL, got '\(raw)'")
+        }
+        return raw
+    }
+
+    /// A comma-separated key list. The keys themselves are never echoed in an error.
+    func keys(_ name: String) throws(ConfigurationError) -> [String] {
+        guard let raw = string(name) else { return [] }
+        let keys = raw.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for (index, key) in keys.enumerated() {
+            guard !key.isEmpty, key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7f }) else {
+                throw ConfigurationError(variable: name, problem: "key #\(index + 1) must be printable ASCII without spaces")
+            }
+        }
+        return keys
+    }
+}

@@ -1,0 +1,65 @@
+import Testing
+@testable import EntitlementService
+
+@Suite struct ConfigurationTests {
+    @Test func defaultsFollowTheContract() throws {
+        let config = try Configuration(environment: [:])
+        #expect(config.listenAddress == "127.0.0.1")
+        #expect(config.port == 8080)
+        #expect(config.databasePoolSize == 8)
+        #expect(config.appleProductionURL == "https://buy.itunes.apple.com/verifyReceipt")
+        #expect(config.appleSandboxURL == "https://sandbox.itunes.apple.com/verifyReceipt")
+        #expect(config.appleTimeoutMs == 10_000)
+        #expect(config.restorePolicy == .transfer)
+        #expect(config.retryBaseMs == 5_000)
+        #expect(config.retryMaxMs == 600_000)
+        #expect(config.apiKeys.isEmpty && config.adminAPIKeys.isEmpty)
+    }
+
+    @Test func readsEveryVariable() throws {
+        let config = try Configuration(environment: [
+            "LISTEN_ADDR": "0.0.0.0", "PORT": "9090", "DATABASE_URL": "postgresql://x@y/z", "DATABASE_POOL_SIZE": "3",
+            "APPLE_SHARED_SECRET": "s3cret", "APPLE_BUNDLE_ID": "com.example.app",
+            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:1/verifyReceipt",
+            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:2/verifyReceipt", "APPLE_TIMEOUT_MS": "2500",
+            "API_KEYS": "app-key-1, app-key-2", "ADMIN_API_KEYS": "admin-key", "PRODUCTS_FILE": "/tmp/p.json",
+            "RESTORE_POLICY": "keep", "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "1000",
+        ])
+        #expect(config.listenAddress == "0.0.0.0" && config.port == 9090 && config.databasePoolSize == 3)
+        #expect(config.appleSandboxURL == "http://127.0.0.1:2/verifyReceipt" && config.appleTimeoutMs == 2500)
+        #expect(config.apiKeys == ["app-key-1", "app-key-2"] && config.adminAPIKeys == ["admin-key"])
+        #expect(config.restorePolicy == .keep && config.retryBaseMs == 100 && config.retryMaxMs == 1000)
+        #expect(config.appleConnectTimeoutMs == 2500)
+    }
+
+    @Test(arguments: [
+        ("PORT", "eighty", "PORT"), ("PORT", "70000", "PORT"), ("DATABASE_POOL_SIZE", "0", "DATABASE_POOL_SIZE"),
+        ("RESTORE_POLICY", "share", "RESTORE_POLICY"), ("APPLE_TIMEOUT_MS", "-1", "APPLE_TIMEOUT_MS"),
+        ("APPLE_VERIFY_URL_SANDBOX", "ftp://x", "APPLE_VERIFY_URL_SANDBOX"), ("RETRY_MAX_MS", "10", "RETRY_MAX_MS"),
+    ])
+    func badValuesNameTheVariable(variable: String, value: String, named: String) {
+        #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }
+        do {
+            _ = try Configuration(environment: [variable: value])
+        } catch {
+            #expect(error.variable == named)
+            #expect(error.description.hasPrefix("configuration error: \(named) "))
+            #expect(!error.description.contains("\n"))
+        }
+    }
+
+    @Test func keyErrorsNeverEchoTheKey() {
+        do {
+            _ = try Configuration(environment: ["ADMIN_API_KEYS": "good-key,bad key with spaces"])
+            Issue.record("a key with spaces was accepted")
+        } catch {
+            #expect(error.variable == "ADMIN_API_KEYS")
+            #expect(!error.description.contains("bad key"))
+        }
+    }
+
+    @Test func servingNeedsADatabase() throws {
+        #expect(throws: ConfigurationError.self) { try Configuration(environment: [:]).validateForServing() }
+        try Configuration(environment: ["DATABASE_URL": "dbname=x"]).validateForServing()
+    }
+}
