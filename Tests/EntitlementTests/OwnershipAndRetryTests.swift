@@ -1,0 +1,52 @@
+import Testing
+import EntitlementModel
+
+@Suite struct OwnershipRulesTests {
+    @Test func firstPosterClaims() {
+        #expect(OwnershipRules.decide(currentOwner: nil, poster: "u1", orderUser: nil, transferOnRestore: false) == .claim(user: "u1"))
+    }
+
+    @Test func theOwnerPostingAgainChangesNothing() {
+        #expect(OwnershipRules.decide(currentOwner: "u1", poster: "u1", orderUser: nil, transferOnRestore: false) == .unchanged(user: "u1"))
+    }
+
+    @Test func anotherUserUnderTransferTakesIt() {
+        let decision = OwnershipRules.decide(currentOwner: "u1", poster: "u2", orderUser: nil, transferOnRestore: true)
+        #expect(decision == .transfer(from: "u1", to: "u2"))
+        #expect(decision.owner == "u2")
+    }
+
+    @Test func anotherUserUnderKeepIsAConflict() {
+        let decision = OwnershipRules.decide(currentOwner: "u1", poster: "u2", orderUser: nil, transferOnRestore: false)
+        #expect(decision == .conflict(owner: "u1", poster: "u2"))
+        #expect(decision.owner == nil)
+    }
+
+    @Test func anOrderBindsThePurchaseToItsUserWhoeverPosts() {
+        #expect(OwnershipRules.decide(currentOwner: nil, poster: "u2", orderUser: "buyer", transferOnRestore: false) == .claim(user: "buyer"))
+        #expect(OwnershipRules.decide(currentOwner: "buyer", poster: "u2", orderUser: "buyer", transferOnRestore: false) == .unchanged(user: "buyer"))
+        #expect(OwnershipRules.decide(currentOwner: "u2", poster: "u2", orderUser: "buyer", transferOnRestore: false) == .transfer(from: "u2", to: "buyer"))
+    }
+}
+
+@Suite struct RetryScheduleTests {
+    let schedule = RetrySchedule(baseMs: 5_000, maxMs: 600_000)
+
+    @Test func doublesFromTheBaseUpToTheCap() {
+        #expect(schedule.delayMs(attempt: 1, jitter: 1) == 5_000)
+        #expect(schedule.delayMs(attempt: 2, jitter: 1) == 10_000)
+        #expect(schedule.delayMs(attempt: 5, jitter: 1) == 80_000)
+        #expect(schedule.delayMs(attempt: 8, jitter: 1) == 600_000)
+        #expect(schedule.delayMs(attempt: 1_000, jitter: 1) == 600_000)
+    }
+
+    @Test func jitterStaysWithinHalfToFull() {
+        #expect(schedule.delayMs(attempt: 3, jitter: 0.5) == 10_000)
+        #expect(schedule.delayMs(attempt: 3, jitter: 0) == 10_000)
+        #expect(schedule.delayMs(attempt: 3, jitter: 7) == 20_000)
+        for _ in 0..<100 {
+            let delay = schedule.randomDelayMs(attempt: 2)
+            #expect((5_000...10_000).contains(delay))
+        }
+    }
+}
