@@ -1,0 +1,17 @@
+import Testing
+@testable import EntitlementService
+
+@Suite struct CommandTests {
+    @Test func parsesEveryCommand() throws {
+        #expect(try Command.parse(["serve"]) == .serve)
+        #expect(try Command.parse(["migrate"]) == .migrate)
+        #expect(try Command.parse(["--help"]) == .help)
+        #expect(try Command.parse(["fake-app-store", "--port", "0"]) == .fakeAppStore(port: 0, host: "127.0.0.1"))
+        #expect(try Command.parse(["fake-app-store", "--host", "::1", "--port", "9000"]) == .fakeAppStore(port: 9000, host: "::1"))
+    }
+
+    @Test(arguments: [[], ["bogus"], ["serve", "now"], ["fake-app-store"], ["fake-app-store", "--port"], ["fake-app-store", "--port", "x"], ["fake-app-store", "--size", "1"]])
+    func rejectsAnythingElse(arguments: [String]) {
+        #expect(throws: CommandError.self) { try Command.parse(arguments) }
+    }
+}
