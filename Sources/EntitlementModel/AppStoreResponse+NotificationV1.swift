@@ -37,6 +37,7 @@ public struct AppStoreNotificationV1: Decodable, Sendable, Hashable {
         case status
     }
 
+    /// Decodes the notification leniently; prefer `init(jsonData:)`, whose errors name the offending field.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         notificationType = try container.appleRequiredString(.notificationType)

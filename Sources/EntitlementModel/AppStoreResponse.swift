@@ -44,6 +44,7 @@ public struct AppStoreResponse: Decodable, Sendable, Hashable {
         case exception
     }
 
+    /// Decodes the body leniently; prefer `init(jsonData:)`, whose errors name the offending field.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         guard let status = try container.appleInt(.status) else {
@@ -77,6 +78,7 @@ extension AppStoreResponse {
         public var bundleID: String?
         /// `application_version`, or `bvrs` in iOS 6 receipts.
         public var applicationVersion: String?
+        /// `original_application_version`: the app version the user first bought or downloaded.
         public var originalApplicationVersion: String?
         /// `Production`, `ProductionSandbox`, `Xcode`…, as Apple wrote it.
         public var receiptType: String?
@@ -100,6 +102,7 @@ extension AppStoreResponse {
             case transactionID = "transaction_id"
         }
 
+        /// Decodes either receipt format; an iOS 6 receipt also yields its `legacyTransaction`.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             bundleID = try container.appleString(.bundleID) ?? container.appleString(.bid)
@@ -119,8 +122,10 @@ extension AppStoreResponse {
 public struct AppStoreDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The path of the offending field, empty when the body as a whole is wrong (not JSON, not an object).
     public var path: String
+    /// What is wrong there, in the decoder's words.
     public var reason: String
 
+    /// One line for the log: `malformed App Store body at <path>: <reason>`.
     public var description: String {
         path.isEmpty ? "malformed App Store body: \(reason)" : "malformed App Store body at \(path): \(reason)"
     }

@@ -69,6 +69,7 @@ public enum TransportFailure: Sendable, Hashable, CustomStringConvertible {
     /// HTTP 200, but the body is not a verifyReceipt answer; the detail says what is wrong with it.
     case undecodableBody(String)
 
+    /// One line for the log, keeping the transport's detail.
     public var description: String {
         switch self {
         case .httpStatus(let status): "HTTP \(status) from verifyReceipt"
