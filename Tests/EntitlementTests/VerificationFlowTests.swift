@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+import EntitlementModel
+
+private func body(_ json: String) throws -> AppStoreResponse {
+    try AppStoreResponse(jsonData: Data(json.utf8))
+}
+
+private func status(_ code: Int) throws -> AppStoreResponse {
+    try body(#"{"status": \#(code)}"#)
+}
+
+private let valid = #"{"status": 0, "environment": "Production", "receipt": {"bundle_id": "com.example.app", "in_app": []}}"#
+
+@Suite struct VerificationFlowTests {
+    @Test func productionAnswersOK() throws {
+        let ok = try body(valid)
+        var flow = VerificationFlow()
+        #expect(flow.environment == nil)
+        #expect(flow.start() == .send(.production))
+        #expect(flow.environment == .production)
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .production)))
+        #expect(flow.answeringEnvironment == .production)
+        #expect(flow.environment == nil)
+        #expect(flow.requestsSent == 1)
+        #expect(!flow.redirected)
+    }
+
+    @Test func expiredSubscriptionStillVerifies() throws {
+        let expired = try AppStoreResponse(
+            jsonData: Fixtures.data("verifyreceipt_status21006_ios6_autorenew_trial_expired_venice.json")
+        )
+        var flow = VerificationFlow(expectedBundleID: "com.foo.bar")
+        _ = flow.start()
+        #expect(flow.received(.answered(expired)) == .finish(.verified(expired, environment: .production)))
+    }
+
+    @Test func sandboxReceiptIsRedirectedToSandbox() throws {
+        let redirect = try AppStoreResponse(jsonData: Fixtures.data("verifyreceipt_status21007_ios6_itunesreceipt.json"))
+        let ok = try AppStoreResponse(
+            jsonData: Fixtures.data("verifyreceipt_status0_ios7_nonrenewing_sandbox_itunesreceipt.json")
+        )
+        var flow = VerificationFlow()
+        #expect(flow.start() == .send(.production))
+        #expect(flow.received(.answered(redirect)) == .send(.sandbox))
+        #expect(flow.answeringEnvironment == .production)
+        #expect(flow.environment == .sandbox)
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .sandbox)))
+        #expect(flow.answeringEnvironment == .sandbox)
+        #expect(flow.redirected)
+        #expect(flow.requestsSent == 2)
+    }
+
+    @Test func productionReceiptIsRedirectedToProduction() throws {
+        let ok = try body(valid)
+        var flow = VerificationFlow(firstEnvironment: .sandbox)
+        #expect(flow.start() == .send(.sandbox))
+        #expect(try flow.received(.answered(status(21008))) == .send(.production))
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .production)))
+        #expect(flow.answeringEnvironment == .production)
+    }
+
+    @Test(arguments: [21007, 21008])
+    func secondRedirectIsRetryable(second: Int) throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
+        let action = try flow.received(.answered(status(second)))
+        guard case .finish(.retryLater(let appleStatus, let reason)) = action else {
+            Issue.record("expected retryLater, got \(action)")
+            return
+        }
+        #expect(appleStatus == second)
+        #expect(reason.contains("after a redirect"))
+        #expect(flow.requestsSent == 2)
+    }
+
+    @Test func redirectToTheEnvironmentAskedIsRetryable() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        let action = try flow.received(.answered(status(21008)))
+        guard case .finish(.retryLater(appleStatus: 21008, _)) = action else {
+            Issue.record("expected retryLater, got \(action)")
+            return
+        }
+    }
+
+    @Test func malformedTwiceThenOK() throws {
+        let ok = try body(valid)
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21002))) == .retrySameEnvironment)
+        #expect(flow.environment == .production)
+        #expect(try flow.received(.answered(status(21002))) == .retrySameEnvironment)
+        #expect(flow.immediateRetries == 2)
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .production)))
+        #expect(flow.requestsSent == 3)
+    }
+
+    @Test func malformedThreeTimesIsRejected() throws {
+        let malformed = try AppStoreResponse(
+            jsonData: Fixtures.data("verifyreceipt_status21002_with_exception_text_itunesreceipt.json")
+        )
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(flow.received(.answered(malformed)) == .retrySameEnvironment)
+        #expect(flow.received(.answered(malformed)) == .retrySameEnvironment)
+        let action = flow.received(.answered(malformed))
+        guard case .finish(.rejected(let appleStatus, let detail)) = action else {
+            Issue.record("expected rejected, got \(action)")
+            return
+        }
+        #expect(appleStatus == 21002)
+        #expect(detail.contains("after 2 immediate retries"))
+        #expect(detail.contains("IllegalArgumentException"))
+        #expect(flow.requestsSent == 3)
+    }
+
+    @Test func malformedAfterARedirectRetriesInTheNewEnvironment() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
+        #expect(try flow.received(.answered(status(21002))) == .retrySameEnvironment)
+        #expect(flow.environment == .sandbox)
+    }
+
+    @Test(arguments: [21005, 21009, 21001])
+    func appleUnavailableIsRetriedLater(code: Int) throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(code)))
+            == .finish(.retryLater(appleStatus: code, reason: "Apple status \(code)")))
+    }
+
+    @Test(arguments: [21004, 21000])
+    func configurationErrors(code: Int) throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(code)))
+            == .finish(.configurationError(appleStatus: code, detail: "Apple status \(code)")))
+    }
+
+    @Test(arguments: [21003, 21010])
+    func rejections(code: Int) throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(code)))
+            == .finish(.rejected(appleStatus: code, detail: "Apple status \(code)")))
+    }
+
+    @Test func internalErrorMarkedRetryable() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(body(#"{"status": 21199, "is-retryable": 1}"#)))
+            == .finish(.retryLater(appleStatus: 21199, reason: "Apple status 21199")))
+    }
+
+    @Test func internalErrorNotRetryable() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(body(#"{"status": 21199, "is-retryable": 0}"#)))
+            == .finish(.rejected(appleStatus: 21199, detail: "Apple status 21199")))
+    }
+
+    @Test func http503IsRetriedLater() {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(flow.received(.failed(.httpStatus(503)))
+            == .finish(.retryLater(appleStatus: nil, reason: "HTTP 503 from verifyReceipt")))
+        #expect(flow.answeringEnvironment == nil)
+    }
+
+    @Test func timeoutIsRetriedLater() {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(flow.received(.failed(.timeout))
+            == .finish(.retryLater(appleStatus: nil, reason: "verifyReceipt timed out")))
+    }
+
+    @Test(arguments: [TransportFailure.connectionError("Connection refused"), .undecodableBody("not JSON")])
+    func otherTransportFailuresAreRetriedLater(failure: TransportFailure) {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(flow.received(.failed(failure)) == .finish(.retryLater(appleStatus: nil, reason: failure.description)))
+    }
+
+    @Test func wrongEndpointIsAConfigurationError() {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(flow.received(.failed(.httpStatus(404)))
+            == .finish(.configurationError(appleStatus: nil, detail: "HTTP 404 from verifyReceipt")))
+    }
+
+    @Test func transportFailureAfterARedirectKeepsTheLastAnswer() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
+        #expect(flow.received(.failed(.timeout)) == .finish(.retryLater(appleStatus: nil, reason: "verifyReceipt timed out")))
+        #expect(flow.answeringEnvironment == .production)
+    }
+
+    @Test func anotherAppsReceiptIsRejectedWithoutAnAppleStatus() throws {
+        var flow = VerificationFlow(expectedBundleID: "com.other.app")
+        _ = flow.start()
+        #expect(try flow.received(.answered(body(valid)))
+            == .finish(.rejected(appleStatus: nil, detail: "receipt is for com.example.app, not com.other.app")))
+    }
+
+    @Test func matchingOrAbsentBundleIsAccepted() throws {
+        let matching = try body(valid)
+        let unnamed = try status(0)
+        for response in [matching, unnamed] {
+            var flow = VerificationFlow(expectedBundleID: "com.example.app")
+            _ = flow.start()
+            #expect(flow.received(.answered(response)) == .finish(.verified(response, environment: .production)))
+        }
+    }
+}
