@@ -8,7 +8,7 @@ CREATE TABLE products (
     duration            text,
     currency            text,
     amount              bigint,
-    price               numeric(14, 4),
+    price               text,
     price_currency      text,
     subscription_group  text,
     updated_at          timestamptz NOT NULL DEFAULT now(),
