@@ -149,7 +149,9 @@ public struct Product: Sendable, Hashable, Codable {
         func decode<Value: Decodable>(_: Value.Type, _ key: CodingKeys, orSay reason: String) throws -> Value? {
             do {
                 return try container.decodeIfPresent(Value.self, forKey: key)
-            } catch DecodingError.typeMismatch, DecodingError.dataCorrupted {
+            } catch {
+                // Any failure here is a value of the wrong kind; Foundation reports some (such as 1.5 for an
+                // integer) with its own error type, which would otherwise surface as "not valid JSON".
                 throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: reason)
             }
         }
@@ -283,7 +285,7 @@ public struct CatalogError: Error, Hashable, CustomStringConvertible {
 
     public var description: String { field.isEmpty ? reason : "\(field): \(reason)" }
 
-    init(field: String, reason: String) {
+    public init(field: String, reason: String) {
         self.field = field
         self.reason = reason
     }

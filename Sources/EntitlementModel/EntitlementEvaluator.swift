@@ -50,9 +50,10 @@ public struct OwnedTransaction: Sendable, Hashable {
 /// - **Family Sharing.** The transaction's `ownership` is reported as is.
 /// - **Grants.** Active while not revoked and either lifetime or before `expiresAt`; otherwise inactive with
 ///   whichever of `revoked` and `expired` happened first (`revoked` on a tie).
-/// - **Several sources for one name.** The claim that lasts longest is shown (see
-///   ``EntitlementCandidate/outranks(_:)``): active beats inactive, lifetime beats any date, among inactive ones
-///   the one that ended last. So a grant never shortens a store purchase.
+/// - **Several sources for one name.** The claim that lasts longest is shown: active beats inactive, then the
+///   later end wins (lifetime beats any date; among inactive claims, the one that ended last). Ties go to an
+///   App Store purchase over a family-shared one over a grant, then to the earlier purchase or grant, then to
+///   the smaller transaction or grant id. So a grant never shortens a store purchase.
 /// - **Inactive entitlements** report, in `expires_at`, when access ended (expiry, end of grace, refund or
 ///   revocation).
 public enum EntitlementEvaluator {
