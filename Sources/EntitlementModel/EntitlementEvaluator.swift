@@ -1,0 +1,207 @@
+import Foundation
+
+/// An App Store transaction together with the environment whose verification reported it.
+public struct OwnedTransaction: Sendable, Hashable {
+    public var transaction: StoreTransaction
+    public var environment: StoreEnvironment
+
+    public init(_ transaction: StoreTransaction, environment: StoreEnvironment) {
+        self.transaction = transaction
+        self.environment = environment
+    }
+}
+
+/// Decides what a user owns at one instant from their App Store transactions, Apple's renewal info, admin
+/// grants and the catalog. Pure: the same input always gives the same report.
+///
+/// The rules:
+/// - **Time.** Everything is seen as it stood at `at`: a transaction purchased after `at`, or a grant created
+///   after it, does not exist yet; a refund or revocation dated after it has not happened yet.
+/// - **Catalog.** A transaction counts through its catalog product (type and entitlements). Products the catalog
+///   does not know never grant anything and are listed in ``EntitlementReport/unknownProducts``. Consumables
+///   never yield entitlements (balances live in the ledger).
+/// - **Duplicates.** A `transactionID` counts once. When it appears more than once the last copy is used, but
+///   a cancellation date (the earliest) or `isUpgraded` from any copy is kept.
+/// - **Refunds.** A transaction whose `cancellationDate` is at or before `at` (and that is not an upgrade)
+///   grants nothing from then on: reason `refunded`, unless another source still grants the entitlement.
+/// - **Auto-renewable subscriptions.** Per `originalTransactionID`, the transactions that still count (purchased
+///   by `at`, not refunded, not upgraded away) are ranked by expiry; the latest decides (ties: later purchase,
+///   then larger transaction id). An upgraded transaction stops counting at its cancellation date (Apple's
+///   upgrade time) or, without one, at the purchase of the next transaction in its chain. The decider is
+///   active while `at` is before its expiry; after it, while Apple's `gracePeriodExpiresDate` (when later than
+///   the expiry) is after `at`, with `in_grace_period` true and `expires_at` the end of grace. Afterwards it
+///   is inactive: `expired` with `in_billing_retry` true while Apple still retries payment, otherwise
+///   `billing_retry_ended` when `expirationIntent` is 2 (billing error), otherwise `expired`. `will_renew`,
+///   grace and billing retry come from the renewal info, which describes the subscription now: when the chain
+///   has a transaction purchased after `at`, `at` lies before a renewal that did happen, so `will_renew` is
+///   true and the renewal info is not applied (a grace period in the past cannot be reconstructed). Every
+///   other transaction of the chain yields inactive claims (`refunded`, or `expired` when it ran out or was
+///   upgraded away), so entitlements of an earlier product stay listed. Transactions without an expiry date
+///   grant nothing.
+/// - **Subscription groups.** One group (the catalog's `subscription_group`, else the transaction's
+///   `subscriptionGroupIdentifier`) never yields two active products: among chains active in a group, the one
+///   whose access ends last wins (ties: purchased over family-shared, earlier purchase, smaller transaction
+///   id); the others grant nothing at `at`.
+/// - **Non-renewing subscriptions.** Per entitlement, the purchases that grant it are taken in purchase order;
+///   each lasts its product's `duration`, starting at the later of its purchase and the end of the previous
+///   ones (stacking). Refunded ones are left out of the stack (and shown `refunded` if nothing else is left).
+///   Active until the end of the stack, then `expired`.
+/// - **Non-consumables.** Lifetime (`expires_at` nil) unless refunded.
+/// - **Family Sharing.** The transaction's `ownership` is reported as is.
+/// - **Grants.** Active while not revoked and either lifetime or before `expiresAt`; otherwise inactive with
+///   whichever of `revoked` and `expired` happened first (`revoked` on a tie).
+/// - **Several sources for one name.** The claim that lasts longest is shown: active beats inactive, then the
+///   later end wins (lifetime beats any date; among inactive claims, the one that ended last). Ties go to an
+///   App Store purchase over a family-shared one over a grant, then to the earlier purchase or grant, then to
+///   the smaller transaction or grant id. So a grant never shortens a store purchase.
+/// - **Inactive entitlements** report, in `expires_at`, when access ended (expiry, end of grace, refund or
+///   revocation).
+public enum EntitlementEvaluator {
+    /// What the user owns at `at`. `renewals` are matched to subscriptions by `originalTransactionID` (the last
+    /// one given wins); `grants` should be the user's own.
+    public static func evaluate(
+        transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant], catalog: Catalog, at: Date
+    ) -> EntitlementReport {
+        var unknownProducts = Set<String>()
+        var subscriptionChains: [String: [OwnedTransaction]] = [:]
+        var nonRenewing: [(OwnedTransaction, Product)] = []
+        var candidates: [EntitlementCandidate] = []
+
+        for owned in distinct(transactions) {
+            let transaction = owned.transaction
+            guard let product = catalog.product(transaction.productID) else {
+                if transaction.purchaseDate <= at { unknownProducts.insert(transaction.productID) }
+                continue
+            }
+            switch product.type {
+            case .autoRenewable:
+                // Later transactions stay in the chain: they tell the rules that a renewal did follow.
+                subscriptionChains[transaction.originalTransactionID, default: []].append(owned)
+            case .nonRenewing where transaction.purchaseDate <= at:
+                nonRenewing.append((owned, product))
+            case .nonConsumable where transaction.purchaseDate <= at:
+                candidates += nonConsumableCandidates(owned, product: product, at: at)
+            case .consumable, .nonRenewing, .nonConsumable:
+                break
+            }
+        }
+
+        let renewalsByChain = Dictionary(renewals.map { ($0.originalTransactionID, $0) }) { _, last in last }
+        candidates += SubscriptionRules.candidates(
+            chains: subscriptionChains, renewals: renewalsByChain, catalog: catalog, at: at)
+        candidates += nonRenewingCandidates(nonRenewing, at: at)
+        candidates += grants.compactMap { grantCandidate($0, at: at) }
+
+        var best: [String: EntitlementCandidate] = [:]
+        for candidate in candidates {
+            if let current = best[candidate.name], !candidate.outranks(current) { continue }
+            best[candidate.name] = candidate
+        }
+        return EntitlementReport(asOf: at, entitlements: best.mapValues(\.entitlement),
+                                 unknownProducts: unknownProducts.sorted())
+    }
+
+    /// Each `transactionID` once: the last copy, keeping the earliest cancellation and any upgrade flag.
+    static func distinct(_ transactions: [OwnedTransaction]) -> [OwnedTransaction] {
+        var order: [String] = []
+        var copies: [String: OwnedTransaction] = [:]
+        for owned in transactions {
+            let id = owned.transaction.transactionID
+            guard let earlier = copies[id] else {
+                order.append(id)
+                copies[id] = owned
+                continue
+            }
+            var merged = owned
+            merged.transaction.cancellationDate =
+                [earlier.transaction.cancellationDate, owned.transaction.cancellationDate].compactMap { $0 }.min()
+            merged.transaction.isUpgraded = earlier.transaction.isUpgraded || owned.transaction.isUpgraded
+            copies[id] = merged
+        }
+        return order.compactMap { copies[$0] }
+    }
+
+    /// The App Store details of a purchase that is not a live subscription.
+    static func purchase(_ owned: OwnedTransaction, product: Product) -> AppStorePurchase {
+        AppStorePurchase(
+            productID: product.productID, productType: product.type, environment: owned.environment,
+            ownership: owned.transaction.ownership, originalTransactionID: owned.transaction.originalTransactionID)
+    }
+
+    /// The refund date, when the refund has happened by `at`.
+    static func refund(of transaction: StoreTransaction, at: Date) -> Date? {
+        guard !transaction.isUpgraded, let cancelled = transaction.cancellationDate, cancelled <= at else {
+            return nil
+        }
+        return cancelled
+    }
+
+    private static func nonConsumableCandidates(
+        _ owned: OwnedTransaction, product: Product, at: Date
+    ) -> [EntitlementCandidate] {
+        let refunded = refund(of: owned.transaction, at: at)
+        let entitlement = Entitlement(expiresAt: refunded, inactiveReason: refunded.map { _ in .refunded },
+                                      source: .appStore(purchase(owned, product: product)))
+        return product.entitlements.map {
+            EntitlementCandidate(name: $0, entitlement: entitlement, started: owned.transaction.purchaseDate,
+                                 identity: owned.transaction.transactionID)
+        }
+    }
+
+    private static func nonRenewingCandidates(
+        _ purchases: [(OwnedTransaction, Product)], at: Date
+    ) -> [EntitlementCandidate] {
+        var byName: [String: [(OwnedTransaction, Product)]] = [:]
+        for purchase in purchases {
+            for name in purchase.1.entitlements { byName[name, default: []].append(purchase) }
+        }
+        var candidates: [EntitlementCandidate] = []
+        for (name, purchases) in byName {
+            let ordered = purchases.sorted {
+                ($0.0.transaction.purchaseDate, $0.0.transaction.transactionID)
+                    < ($1.0.transaction.purchaseDate, $1.0.transaction.transactionID)
+            }
+            var stack: (end: Date, last: OwnedTransaction, product: Product)?
+            for (owned, product) in ordered {
+                let transaction = owned.transaction
+                if let refunded = refund(of: transaction, at: at) {
+                    candidates.append(EntitlementCandidate(
+                        name: name,
+                        entitlement: Entitlement(expiresAt: refunded, inactiveReason: .refunded,
+                                                 source: .appStore(purchase(owned, product: product))),
+                        started: transaction.purchaseDate, identity: transaction.transactionID))
+                    continue
+                }
+                // A validated catalog gives every non-renewing product a duration.
+                guard let duration = product.duration else { continue }
+                let start = max(transaction.purchaseDate, stack?.end ?? transaction.purchaseDate)
+                stack = (duration.adding(to: start), owned, product)
+            }
+            if let stack {
+                candidates.append(EntitlementCandidate(
+                    name: name,
+                    entitlement: Entitlement(expiresAt: stack.end, inactiveReason: at < stack.end ? nil : .expired,
+                                             source: .appStore(purchase(stack.last, product: stack.product))),
+                    started: stack.last.transaction.purchaseDate, identity: stack.last.transaction.transactionID))
+            }
+        }
+        return candidates
+    }
+
+    private static func grantCandidate(_ grant: Grant, at: Date) -> EntitlementCandidate? {
+        guard grant.createdAt <= at else { return nil }
+        let revoked = grant.revokedAt.flatMap { $0 <= at ? $0 : nil }
+        let expired = grant.expiresAt.flatMap { $0 <= at ? $0 : nil }
+        let entitlement: Entitlement
+        let source = EntitlementSource.grant(id: grant.id, reason: grant.reason)
+        if let revoked, expired.map({ revoked <= $0 }) ?? true {
+            entitlement = Entitlement(expiresAt: revoked, inactiveReason: .revoked, source: source)
+        } else if let expired {
+            entitlement = Entitlement(expiresAt: expired, inactiveReason: .expired, source: source)
+        } else {
+            entitlement = Entitlement(expiresAt: grant.expiresAt, inactiveReason: nil, source: source)
+        }
+        return EntitlementCandidate(name: grant.entitlement, entitlement: entitlement, started: grant.createdAt,
+                                    identity: grant.id)
+    }
+}

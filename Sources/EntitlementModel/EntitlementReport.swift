@@ -1,0 +1,51 @@
+import Foundation
+
+/// The outcome of ``EntitlementEvaluator/evaluate(transactions:renewals:grants:catalog:at:)``.
+public struct EntitlementReport: Sendable, Hashable {
+    /// The instant evaluated.
+    public var asOf: Date
+    /// Every entitlement the user has or had by `asOf`, active or not, by entitlement name.
+    public var entitlements: [String: Entitlement]
+    /// Product ids (sorted, distinct) of transactions made by `asOf` that the catalog does not know; they grant
+    /// nothing, and are worth a log line.
+    public var unknownProducts: [String]
+
+    public init(asOf: Date, entitlements: [String: Entitlement], unknownProducts: [String] = []) {
+        self.asOf = asOf
+        self.entitlements = entitlements
+        self.unknownProducts = unknownProducts
+    }
+}
+
+/// The body of `GET /v1/users/{user_id}/entitlements`:
+/// `{"user_id", "as_of", "entitlements": {name: ``Entitlement``}, "consumables": {currency: balance}}`,
+/// `as_of` in RFC 3339 whatever the encoder's date strategy.
+public struct EntitlementsDocument: Sendable, Hashable, Encodable {
+    public var userID: String
+    public var asOf: Date
+    public var entitlements: [String: Entitlement]
+    /// Ledger balances by consumable currency.
+    public var consumables: [String: Int]
+
+    public init(userID: String, report: EntitlementReport, consumables: [String: Int]) {
+        self.userID = userID
+        self.asOf = report.asOf
+        self.entitlements = report.entitlements
+        self.consumables = consumables
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case asOf = "as_of"
+        case entitlements
+        case consumables
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(userID, forKey: .userID)
+        try container.encode(RFC3339.string(from: asOf), forKey: .asOf)
+        try container.encode(entitlements, forKey: .entitlements)
+        try container.encode(consumables, forKey: .consumables)
+    }
+}
