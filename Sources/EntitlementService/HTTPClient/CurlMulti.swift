@@ -5,9 +5,11 @@ import CUV
 /// per socket, its timer callback one uv timer, and every readiness or timeout goes back to libcurl through
 /// `curl_multi_socket_action`, after which finished transfers are collected with `curl_multi_info_read`.
 ///
-/// All transfers share its connection cache (idle connections are kept for reuse) and a share handle that
-/// holds the DNS cache and the TLS session cache, so easy handles made per request still resume sessions.
-/// No thread, no `curl_easy_perform`: everything runs in loop callbacks.
+/// All transfers share its connection cache (idle connections are kept for reuse, up to
+/// `CURLMOPT_MAXCONNECTS`) and a share handle that holds the DNS cache and the TLS session cache, so easy
+/// handles made per request still resume sessions. Connections stay in the multi handle's cache rather
+/// than the share handle's: with one multi handle every easy handle already shares it, and there the
+/// connection limits apply. No thread, no `curl_easy_perform`: everything runs in loop callbacks.
 @Loop
 final class CurlMulti {
     let share: UnsafeMutableRawPointer
@@ -83,12 +85,9 @@ final class CurlMulti {
         transfer.resume(.failure(HTTPClientError(kind: .cancelled, curlCode: 0, message: "the awaiting task was cancelled")))
     }
 
-    /// A poll saw `socket` ready (or failing).
-    func socketReady(_ socket: curl_socket_t, flags: Int32) {
-        act(on: socket, flags: flags)
-    }
-
-    private func act(on socket: curl_socket_t, flags: Int32) {
+    /// Tells libcurl that `socket` is ready (`flags` from a poll) or, for `ccurl_socket_timeout`, that its
+    /// timer expired; then completes whatever finished.
+    func socketAction(_ socket: curl_socket_t, flags: Int32) {
         var stillRunning: Int32 = 0
         let code = curl_multi_socket_action(multi, socket, flags, &stillRunning)
         if code != CURLM_OK {
@@ -120,6 +119,9 @@ final class CurlMulti {
         let existing = context.map { Unmanaged<CurlSocketPoll>.fromOpaque($0).takeUnretainedValue() }
         switch CurlSocketEvents.action(what: what, hasPoll: existing != nil) {
         case .start(let events):
+            // A descriptor number libcurl announces afresh has no live poll; close a stale one defensively,
+            // since libuv refuses a second poll on one descriptor.
+            polls.removeValue(forKey: socket)?.close()
             guard let poll = CurlSocketPoll(socket: socket, multi: self) else { return -1 }
             polls[socket] = poll
             curl_multi_assign(multi, socket, Unmanaged.passUnretained(poll).toOpaque())
@@ -145,7 +147,7 @@ final class CurlMulti {
             return
         }
         timer.start(after: UInt64(timeoutMs)) { [weak self] in
-            self?.act(on: ccurl_socket_timeout, flags: 0)
+            self?.socketAction(ccurl_socket_timeout, flags: 0)
         }
     }
 

@@ -62,6 +62,6 @@ final class CurlSocketPoll {
     }
 
     private func fired(status: Int32, events: Int32) {
-        multi.socketReady(socket, flags: CurlSocketEvents.curlFlags(status: status, events: events))
+        multi.socketAction(socket, flags: CurlSocketEvents.curlFlags(status: status, events: events))
     }
 }
