@@ -1,0 +1,31 @@
+/// Settings of an `HTTPClient`: trust, connection limits, default timeouts and the response size limit.
+public struct HTTPClientConfiguration: Sendable {
+    /// The PEM bundle of trusted CAs, parsed once and cached (`CURLOPT_CAINFO` + `CURLOPT_CA_CACHE_TIMEOUT`).
+    public var caBundlePath: String
+    /// Idle connections kept open for reuse (`CURLMOPT_MAXCONNECTS`).
+    public var maxConnections: Int
+    /// Concurrent connections to one host; 0 means unlimited (`CURLMOPT_MAX_HOST_CONNECTIONS`).
+    public var maxHostConnections: Int
+    /// Default limit for establishing a connection, TLS handshake included.
+    public var connectTimeoutMs: Int
+    /// Default limit for a whole exchange, connect included.
+    public var totalTimeoutMs: Int
+    /// The largest response body accepted; a larger one fails with `.responseTooLarge`.
+    public var maxResponseBytes: Int
+
+    public init(
+        caBundlePath: String = "/etc/ssl/certs/ca-certificates.crt",
+        maxConnections: Int = 64,
+        maxHostConnections: Int = 0,
+        connectTimeoutMs: Int = 5_000,
+        totalTimeoutMs: Int = 10_000,
+        maxResponseBytes: Int = 4 << 20
+    ) {
+        self.caBundlePath = caBundlePath
+        self.maxConnections = maxConnections
+        self.maxHostConnections = maxHostConnections
+        self.connectTimeoutMs = connectTimeoutMs
+        self.totalTimeoutMs = totalTimeoutMs
+        self.maxResponseBytes = maxResponseBytes
+    }
+}
