@@ -111,11 +111,11 @@ final class HTTPRequestParser {
         if method == nil {
             method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
         }
-        guard countHeaderBytes(bytes.count) else { return 1 }
         if url.count + bytes.count > limits.maxHeaderBytes {
             failure = .uriTooLong
             return 1
         }
+        guard countHeaderBytes(bytes.count) else { return 1 }
         url.append(contentsOf: bytes)
         return 0
     }
