@@ -88,12 +88,10 @@ public final class Router {
 
     /// Finds the route for `method` and raw `path`.
     func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        let parts = Self.split(path)
         var best: Entry?
         var bestForGet: Entry?
-        var pathMatches: [Entry] = []
         for entry in entries where Self.matches(entry.segments, parts) {
-            pathMatches.append(entry)
             if entry.route.method == method, best.map({ Self.isMoreSpecific(entry.segments, than: $0.segments) }) ?? true {
                 best = entry
             }
@@ -103,6 +101,7 @@ public final class Router {
         }
         if best == nil && method == "HEAD" { best = bestForGet }
         guard let entry = best else {
+            let pathMatches = entries.filter { Self.matches($0.segments, parts) }
             guard let first = pathMatches.first else { return .notFound }
             var allow = Set(pathMatches.map(\.route.method))
             if allow.contains("GET") { allow.insert("HEAD") }
@@ -117,11 +116,28 @@ public final class Router {
         return .found(route: entry.route.pattern, handler: entry.handler, parameters: parameters)
     }
 
+    /// The `/`-separated segments of `path`, empty ones included.
+    private static func split(_ path: String) -> [Substring] {
+        var parts: [Substring] = []
+        parts.reserveCapacity(8)
+        var start = path.startIndex
+        var index = path.utf8.startIndex
+        while index != path.utf8.endIndex {
+            if path.utf8[index] == UInt8(ascii: "/") {
+                parts.append(path[start..<index])
+                start = path.utf8.index(after: index)
+            }
+            index = path.utf8.index(after: index)
+        }
+        parts.append(path[start...])
+        return parts
+    }
+
     private static func matches(_ segments: [Segment], _ parts: [Substring]) -> Bool {
         guard segments.count == parts.count else { return false }
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal): if literal != part { return false }
+            case .literal(let literal): if !literal.utf8.elementsEqual(part.utf8) { return false }
             case .parameter: if part.isEmpty { return false }
             }
         }
