@@ -95,6 +95,24 @@ import Testing
         #expect(absolute.rawQuery == "z=1")
     }
 
+    @Test func headerBytesAreCountedOnceHoweverTheyArrive() throws {
+        // 150 bytes of head against a 200-byte limit, fed one byte at a time.
+        let text = "GET / HTTP/1.1\r\nX-Field: \(String(repeating: "v", count: 100))\r\nX-Other: w\r\n\r\n"
+        let parser = parser(maxHeaderBytes: 200)
+        var events: [HTTPParserEvent] = []
+        for byte in Array(text.utf8) { events += parser.parse([byte]).events }
+        #expect(failure(events) == nil)
+        #expect(try #require(heads(events).first).headers["X-Other"] == "w")
+    }
+
+    @Test func connectIsTheLastRequest() throws {
+        let (_, events) = parser().parse(Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8))
+        let head = try #require(heads(events).first)
+        #expect(head.method == "CONNECT")
+        #expect(!head.keepAlive)
+        #expect(events.last == .end)
+    }
+
     @Test func tooManyHeaders() {
         var text = "GET / HTTP/1.1\r\n"
         for index in 0..<11 { text += "X-\(index): v\r\n" }

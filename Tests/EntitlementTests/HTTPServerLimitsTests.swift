@@ -99,6 +99,20 @@ import Testing
         await server.shutdown()
     }
 
+    @Test func upgradeAndConnectAreAnsweredThenClosed() async throws {
+        let server = try await HTTPTestServer.start()
+        let upgrade = "GET /healthz HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n\u{81}\u{85}frame"
+        let (upgraded, upgradeClosed) = try await exchange(server, Array(upgrade.utf8))
+        #expect(upgraded.status == 200)
+        #expect(upgraded.headers["Connection"] == "close")
+        #expect(upgradeClosed)
+        let (connect, connectClosed) = try await exchange(server, Array("CONNECT example.com:443 HTTP/1.1\r\n\r\n".utf8))
+        #expect((400..<500).contains(connect.status))
+        #expect(connectClosed)
+        try await expectStillServing(server)
+        await server.shutdown()
+    }
+
     @Test func answersBeforeAMalformedPipelinedRequestStillArrive() async throws {
         let server = try await HTTPTestServer.start()
         let port = server.port

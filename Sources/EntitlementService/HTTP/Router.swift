@@ -17,7 +17,7 @@ public final class Router {
         public var name: String?
     }
 
-    private enum Segment: Equatable {
+    private enum Segment {
         case literal(Substring)
         case parameter(String)
     }
@@ -50,7 +50,7 @@ public final class Router {
     /// registration is a programming error and traps.
     public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping Handler) {
         let segments = Self.segments(of: pattern)
-        precondition(!entries.contains { $0.route.method == method && $0.segments == segments },
+        precondition(!entries.contains { $0.route.method == method && Self.sameShape($0.segments, segments) },
                      "route \(method) \(pattern) registered twice")
         entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, handler: handler))
     }
@@ -142,6 +142,17 @@ public final class Router {
             }
         }
         return true
+    }
+
+    /// True when both patterns match exactly the same paths (parameter names aside).
+    private static func sameShape(_ a: [Segment], _ b: [Segment]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { x, y in
+            switch (x, y) {
+            case (.literal(let left), .literal(let right)): left == right
+            case (.parameter, .parameter): true
+            default: false
+            }
+        }
     }
 
     /// True when `a` has a literal segment where `b` first has a parameter.
