@@ -257,13 +257,12 @@ struct HTTPConnectionStateMachine {
         return actions
     }
 
-    /// The server shuts down: finish the requests already received, then close; close at once when idle.
+    /// The server shuts down: finish the requests already received, then close. A request still being
+    /// received is dropped; with nothing to answer the connection closes at once.
     mutating func shutdownRequested() -> [Action] {
         guard lifecycle == .open else { return [] }
         var actions: [Action] = []
-        let idle: Bool
-        if case .idle = input { idle = queue.isEmpty && running == nil && writesInFlight == 0 } else { idle = false }
-        if idle {
+        if queue.isEmpty && running == nil && writesInFlight == 0 {
             closeNow(&actions)
             return actions
         }

@@ -16,7 +16,7 @@ enum HTTPDate {
         return cachedText
     }
 
-    static func format(_ second: Int) -> String {
+    nonisolated static func format(_ second: Int) -> String {
         var seconds = second
         var parts = tm()
         gmtime_r(&seconds, &parts)

@@ -59,9 +59,7 @@ final class HTTPRequestParser {
     func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, events: [HTTPParserEvent]) {
         guard !failed, !bytes.isEmpty else { return (failed ? bytes.count : 0, []) }
         events.removeAll(keepingCapacity: true)
-        let consumed = withUnsafePointer(to: &Self.settings) { settings in
-            http_parser_execute(parser, settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
-        }
+        let consumed = http_parser_execute(parser, Self.settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
         let code = http_errno(rawValue: parser.pointee.http_errno)
         if code == HPE_PAUSED {
             http_parser_pause(parser, 0)
@@ -111,20 +109,23 @@ final class HTTPRequestParser {
         if method == nil {
             method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
         }
-        guard countHeaderBytes(bytes.count) else { return 1 }
         if url.count + bytes.count > limits.maxHeaderBytes {
             failure = .uriTooLong
             return 1
         }
+        guard countHeaderBytes(bytes.count, startsItem: url.isEmpty) else { return 1 }
         url.append(contentsOf: bytes)
         return 0
     }
 
     private func appendField(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard countHeaderBytes(bytes.count) else { return 1 }
-        if headComplete { return 0 }  // trailer fields of a chunked body are read and dropped
         if inValue {
             commitField()
+        }
+        guard countHeaderBytes(bytes.count, startsItem: field.isEmpty) else { return 1 }
+        if headComplete {
+            if field.isEmpty { field.append(0) }  // trailer fields of a chunked body are counted, then dropped
+            return 0
         }
         if field.isEmpty && headers.count >= limits.maxHeaders {
             failure = .tooManyHeaders
@@ -135,16 +136,16 @@ final class HTTPRequestParser {
     }
 
     private func appendValue(_ bytes: UnsafeRawBufferPointer) -> Int32 {
-        guard countHeaderBytes(bytes.count) else { return 1 }
-        if headComplete { return 0 }
+        guard countHeaderBytes(bytes.count, startsItem: false) else { return 1 }
         inValue = true
-        value.append(contentsOf: bytes)
+        if !headComplete { value.append(contentsOf: bytes) }
         return 0
     }
 
-    /// Adds to the head's size (four bytes per field for the separator and line end); false past the limit.
-    private func countHeaderBytes(_ count: Int) -> Bool {
-        headerBytes += count + (inValue ? 0 : 2)
+    /// Adds a piece of the request line or a header to the head's size, counting four bytes of separator
+    /// and line end per line; false past the limit.
+    private func countHeaderBytes(_ count: Int, startsItem: Bool) -> Bool {
+        headerBytes += count + (startsItem ? 4 : 0)
         if headerBytes > limits.maxHeaderBytes {
             failure = failure ?? .headersTooLarge
             return false
@@ -153,6 +154,12 @@ final class HTTPRequestParser {
     }
 
     private func commitField() {
+        guard !headComplete else {
+            field.removeAll(keepingCapacity: true)
+            value.removeAll(keepingCapacity: true)
+            inValue = false
+            return
+        }
         var end = value.count
         while end > 0, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
         headers.add(String(decoding: field, as: UTF8.self), String(decoding: value[..<end], as: UTF8.self))
@@ -241,16 +248,17 @@ final class HTTPRequestParser {
         UnsafeRawBufferPointer(start: at, count: length)
     }
 
-    nonisolated(unsafe) private static var settings: http_parser_settings = {
-        var settings = http_parser_settings()
-        http_parser_settings_init(&settings)
-        settings.on_message_begin = { instance($0).messageBegin() }
-        settings.on_url = { instance($0).appendURL(buffer($1, $2)) }
-        settings.on_header_field = { instance($0).appendField(buffer($1, $2)) }
-        settings.on_header_value = { instance($0).appendValue(buffer($1, $2)) }
-        settings.on_headers_complete = { instance($0).headersComplete() }
-        settings.on_body = { instance($0).body(buffer($1, $2)) }
-        settings.on_message_complete = { instance($0).messageComplete() }
-        return settings
+    /// The callbacks, shared by every parser: written once, then only read.
+    nonisolated(unsafe) private static let settings: UnsafePointer<http_parser_settings> = {
+        let settings = UnsafeMutablePointer<http_parser_settings>.allocate(capacity: 1)
+        http_parser_settings_init(settings)
+        settings.pointee.on_message_begin = { instance($0).messageBegin() }
+        settings.pointee.on_url = { instance($0).appendURL(buffer($1, $2)) }
+        settings.pointee.on_header_field = { instance($0).appendField(buffer($1, $2)) }
+        settings.pointee.on_header_value = { instance($0).appendValue(buffer($1, $2)) }
+        settings.pointee.on_headers_complete = { instance($0).headersComplete() }
+        settings.pointee.on_body = { instance($0).body(buffer($1, $2)) }
+        settings.pointee.on_message_complete = { instance($0).messageComplete() }
+        return UnsafePointer(settings)
     }()
 }

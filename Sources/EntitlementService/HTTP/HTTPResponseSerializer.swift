@@ -9,23 +9,31 @@ enum HTTPResponseSerializer {
     static func serialize(_ response: HTTPResponse, context: HTTPConnectionStateMachine.ResponseContext, date: String) -> [UInt8] {
         let status = (100...999).contains(response.status) ? response.status : 500
         let bodyless = status < 200 || status == 204 || status == 304
-        var head = "HTTP/1.1 \(status) \(HTTPStatus.reasonPhrase(status))\r\n"
+        let sendsBody = !bodyless && context.method != "HEAD"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(256 + (sendsBody ? response.body.count : 0))
+        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendDecimal(status, to: &bytes)
+        bytes.append(0x20)
+        bytes.append(contentsOf: HTTPStatus.reasonPhrase(status).utf8)
+        bytes.append(contentsOf: crlf)
         for (name, value) in response.headers where isToken(name) && !framingHeaders.contains(where: { HTTPHeaders.sameName($0, name) }) {
-            head += name + ": " + sanitize(value) + "\r\n"
+            appendField(name, sanitize(value), to: &bytes)
         }
-        head += "X-Request-Id: " + context.requestID + "\r\n"
+        appendField("X-Request-Id", context.requestID, to: &bytes)
         if !bodyless {
-            head += "Content-Length: \(response.body.count)\r\n"
+            bytes.append(contentsOf: "Content-Length: ".utf8)
+            appendDecimal(response.body.count, to: &bytes)
+            bytes.append(contentsOf: crlf)
         }
-        head += "Date: " + date + "\r\n"
+        appendField("Date", date, to: &bytes)
         if !context.keepAlive {
-            head += "Connection: close\r\n"
+            appendField("Connection", "close", to: &bytes)
         } else if context.version == .http1_0 {
-            head += "Connection: keep-alive\r\n"
+            appendField("Connection", "keep-alive", to: &bytes)
         }
-        head += "\r\n"
-        var bytes = Array(head.utf8)
-        if !bodyless && context.method != "HEAD" {
+        bytes.append(contentsOf: crlf)
+        if sendsBody {
             bytes.append(contentsOf: response.body)
         }
         return bytes
@@ -33,6 +41,25 @@ enum HTTPResponseSerializer {
 
     /// The interim answer to `Expect: 100-continue`.
     static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+
+    private static func appendField(_ name: String, _ value: String, to bytes: inout [UInt8]) {
+        bytes.append(contentsOf: name.utf8)
+        bytes.append(0x3A)
+        bytes.append(0x20)
+        bytes.append(contentsOf: value.utf8)
+        bytes.append(contentsOf: crlf)
+    }
+
+    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
+        guard value >= 10 else {
+            bytes.append(UInt8(truncatingIfNeeded: value) + 0x30)
+            return
+        }
+        appendDecimal(value / 10, to: &bytes)
+        bytes.append(UInt8(truncatingIfNeeded: value % 10) + 0x30)
+    }
 
     private static func isToken(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy { byte in

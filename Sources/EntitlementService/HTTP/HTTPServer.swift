@@ -1,4 +1,5 @@
 import CUV
+import Foundation
 
 /// The HTTP/1.1 server: a listening uv TCP socket and the connections it accepts, all on the loop.
 ///
@@ -34,7 +35,9 @@ public final class HTTPServer {
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         uv_tcp_init(EventLoop.shared.uv, handle)
         var status = uv_tcp_open(handle, uv_os_sock_t(fd))
-        if status == 0 {
+        if status != 0 {
+            close(fd)
+        } else {
             status = uv_listen(cuv_stream(handle), Int32(clamping: configuration.backlog)) { stream, status in
                 guard let data = stream?.pointee.data else { return }
                 let server = Unmanaged<HTTPServer>.fromOpaque(data).takeUnretainedValue()

@@ -1,4 +1,6 @@
-/// Request ids: the client's own `X-Request-Id` when it is sane, else a fresh random one.
+import Synchronization
+
+/// Request ids: the client's own `X-Request-Id` when it is sane, else a fresh one.
 enum RequestID {
     /// The longest client-supplied id kept.
     static let maxLength = 128
@@ -14,18 +16,33 @@ enum RequestID {
         return !bytes.isEmpty && bytes.count <= maxLength && bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
     }
 
-    /// 32 lowercase hex digits from the system's random source.
+    /// splitmix64 state: a random start, then a fixed odd step per id. Its output function is a bijection,
+    /// so ids never repeat within a process, and processes sharing a port start far apart.
+    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+    private static let step: UInt64 = 0x9E37_79B9_7F4A_7C15
+
+    /// 32 lowercase hex digits: two consecutive splitmix64 outputs. Unique and unguessable enough to
+    /// correlate logs; not a secret.
     static func generate() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let high = generator.next()
-        let low = generator.next()
-        let digits = Array("0123456789abcdef".utf8)
+        let first = state.wrappingAdd(2 &* step, ordering: .relaxed).newValue
+        let high = mix(first &- step)
+        let low = mix(first)
         return String(unsafeUninitializedCapacity: 32) { buffer in
+            let digits: StaticString = "0123456789abcdef"
+            let table = digits.utf8Start
             for index in 0..<16 {
-                buffer[index] = digits[Int(truncatingIfNeeded: high >> (60 - 4 * UInt64(index))) & 0xF]
-                buffer[16 + index] = digits[Int(truncatingIfNeeded: low >> (60 - 4 * UInt64(index))) & 0xF]
+                let shift = UInt64(60 - 4 * index)
+                buffer[index] = table[Int(truncatingIfNeeded: (high >> shift) & 0xF)]
+                buffer[16 + index] = table[Int(truncatingIfNeeded: (low >> shift) & 0xF)]
             }
             return 32
         }
+    }
+
+    private static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -17,7 +17,7 @@ public final class Router {
         public var name: String?
     }
 
-    private enum Segment: Equatable {
+    private enum Segment {
         case literal(Substring)
         case parameter(String)
     }
@@ -50,7 +50,7 @@ public final class Router {
     /// registration is a programming error and traps.
     public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping Handler) {
         let segments = Self.segments(of: pattern)
-        precondition(!entries.contains { $0.route.method == method && $0.segments == segments },
+        precondition(!entries.contains { $0.route.method == method && Self.sameShape($0.segments, segments) },
                      "route \(method) \(pattern) registered twice")
         entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, handler: handler))
     }
@@ -88,12 +88,10 @@ public final class Router {
 
     /// Finds the route for `method` and raw `path`.
     func match(method: String, path: String) -> Match {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+        let parts = Self.split(path)
         var best: Entry?
         var bestForGet: Entry?
-        var pathMatches: [Entry] = []
         for entry in entries where Self.matches(entry.segments, parts) {
-            pathMatches.append(entry)
             if entry.route.method == method, best.map({ Self.isMoreSpecific(entry.segments, than: $0.segments) }) ?? true {
                 best = entry
             }
@@ -103,6 +101,7 @@ public final class Router {
         }
         if best == nil && method == "HEAD" { best = bestForGet }
         guard let entry = best else {
+            let pathMatches = entries.filter { Self.matches($0.segments, parts) }
             guard let first = pathMatches.first else { return .notFound }
             var allow = Set(pathMatches.map(\.route.method))
             if allow.contains("GET") { allow.insert("HEAD") }
@@ -117,15 +116,43 @@ public final class Router {
         return .found(route: entry.route.pattern, handler: entry.handler, parameters: parameters)
     }
 
+    /// The `/`-separated segments of `path`, empty ones included.
+    private static func split(_ path: String) -> [Substring] {
+        var parts: [Substring] = []
+        parts.reserveCapacity(8)
+        var start = path.startIndex
+        var index = path.utf8.startIndex
+        while index != path.utf8.endIndex {
+            if path.utf8[index] == UInt8(ascii: "/") {
+                parts.append(path[start..<index])
+                start = path.utf8.index(after: index)
+            }
+            index = path.utf8.index(after: index)
+        }
+        parts.append(path[start...])
+        return parts
+    }
+
     private static func matches(_ segments: [Segment], _ parts: [Substring]) -> Bool {
         guard segments.count == parts.count else { return false }
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal): if literal != part { return false }
+            case .literal(let literal): if !literal.utf8.elementsEqual(part.utf8) { return false }
             case .parameter: if part.isEmpty { return false }
             }
         }
         return true
+    }
+
+    /// True when both patterns match exactly the same paths (parameter names aside).
+    private static func sameShape(_ a: [Segment], _ b: [Segment]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { x, y in
+            switch (x, y) {
+            case (.literal(let left), .literal(let right)): left == right
+            case (.parameter, .parameter): true
+            default: false
+            }
+        }
     }
 
     /// True when `a` has a literal segment where `b` first has a parameter.

@@ -155,11 +155,11 @@ final class RawHTTPClient: @unchecked Sendable {
     private func wait(for events: Int16, until deadline: Double, what: String) throws {
         while true {
             let remaining = deadline - Self.now()
-            guard remaining > 0 else { throw Failure.timedOut(what) }
             var descriptor = pollfd(fd: fd, events: events, revents: 0)
-            let ready = poll(&descriptor, 1, Int32(min(remaining * 1000, 60_000)) + 1)
+            let ready = poll(&descriptor, 1, Int32(max(0, min(remaining * 1000, 60_000)).rounded(.up)))
             if ready > 0 { return }
             if ready < 0 && errno != EINTR { throw Failure.system("poll: \(String(cString: strerror(errno)))") }
+            if remaining <= 0 { throw Failure.timedOut(what) }
         }
     }
 

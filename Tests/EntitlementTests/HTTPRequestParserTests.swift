@@ -1,0 +1,166 @@
+import Testing
+@testable import EntitlementService
+
+/// Request parsing with http-parser: events, pausing between requests, limits.
+@Suite struct HTTPRequestParserTests {
+    private func parser(maxHeaderBytes: Int = 16 << 10, maxHeaders: Int = 100) -> HTTPRequestParser {
+        HTTPRequestParser(limits: .init(maxHeaderBytes: maxHeaderBytes, maxHeaders: maxHeaders))
+    }
+
+    private func heads(_ events: [HTTPParserEvent]) -> [HTTPRequestHead] {
+        events.compactMap { if case .head(let head) = $0 { head } else { nil } }
+    }
+
+    private func failure(_ events: [HTTPParserEvent]) -> HTTPParseFailure? {
+        events.lazy.compactMap { if case .failure(let failure, _, _) = $0 { failure } else { nil } }.first
+    }
+
+    @Test func simpleRequest() throws {
+        let bytes = Array("GET /v1/users/u%201/entitlements?at=2026-11-22T01%3A20%3A00Z&x HTTP/1.1\r\nHost: a\r\nX-Request-Id: req-7\r\nX-Pad:  spaced  \r\n\r\n".utf8)
+        let (consumed, events) = parser().parse(bytes)
+        #expect(consumed == bytes.count)
+        #expect(events.count == 3)
+        #expect(events.first == .messageBegin && events.last == .end)
+        let head = try #require(heads(events).first)
+        #expect(head.method == "GET")
+        #expect(head.path == "/v1/users/u%201/entitlements")
+        #expect(head.rawQuery == "at=2026-11-22T01%3A20%3A00Z&x")
+        #expect(head.query == ["at": "2026-11-22T01:20:00Z", "x": ""])
+        #expect(head.headers["host"] == "a")
+        #expect(head.headers["X-Pad"] == "spaced")
+        #expect(head.requestID == "req-7")
+        #expect(head.version == .http1_1)
+        #expect(head.keepAlive)
+        #expect(!head.expectsContinue)
+        #expect(head.contentLength == nil)
+    }
+
+    @Test func stopsAfterEachRequest() {
+        let first = "POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
+        let second = "GET /b HTTP/1.1\r\n\r\n"
+        let bytes = Array((first + second).utf8)
+        let parser = parser()
+        let (consumed, events) = parser.parse(bytes)
+        #expect(consumed == first.utf8.count)
+        #expect(events.contains(.body(Array("abc".utf8))))
+        #expect(heads(events).map(\.path) == ["/a"])
+        let (rest, later) = parser.parse(Array(bytes[consumed...]))
+        #expect(rest == second.utf8.count)
+        #expect(heads(later).map(\.path) == ["/b"])
+    }
+
+    @Test func byteByByteGivesTheSameRequest() throws {
+        let text = "POST /echo?q=1 HTTP/1.1\r\nHost: example\r\nContent-Length: 5\r\nX-Long-Header-Name: some value\r\n\r\nhello"
+        let parser = parser()
+        var events: [HTTPParserEvent] = []
+        for byte in Array(text.utf8) {
+            let result = parser.parse([byte])
+            #expect(result.consumed == 1)
+            events += result.events
+        }
+        let head = try #require(heads(events).first)
+        #expect(head.headers["X-Long-Header-Name"] == "some value")
+        #expect(head.headers["host"] == "example")
+        #expect(head.contentLength == 5)
+        let body = events.flatMap { event -> [UInt8] in if case .body(let bytes) = event { bytes } else { [] } }
+        #expect(body == Array("hello".utf8))
+        #expect(events.last == .end)
+    }
+
+    @Test func chunkedBodyIsDechunkedAndTrailersDropped() throws {
+        let text = "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n"
+        let (_, events) = parser().parse(Array(text.utf8))
+        let body = events.flatMap { event -> [UInt8] in if case .body(let bytes) = event { bytes } else { [] } }
+        #expect(body == Array("abcde".utf8))
+        #expect(try #require(heads(events).first).headers["X-Trailer"] == nil)
+        #expect(events.last == .end)
+    }
+
+    @Test func keepAliveFollowsTheProtocolRules() throws {
+        func keepAlive(_ text: String) throws -> Bool {
+            try #require(heads(parser().parse(Array(text.utf8)).events).first).keepAlive
+        }
+        #expect(try keepAlive("GET / HTTP/1.1\r\n\r\n"))
+        #expect(try !keepAlive("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"))
+        #expect(try !keepAlive("GET / HTTP/1.0\r\n\r\n"))
+        #expect(try keepAlive("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"))
+        #expect(try !keepAlive("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"))
+    }
+
+    @Test func expectContinueAndAbsoluteTargets() throws {
+        let expect = try #require(heads(parser().parse(Array("PUT /p HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n".utf8)).events).first)
+        #expect(expect.expectsContinue)
+        let absolute = try #require(heads(parser().parse(Array("GET http://example.com/x/y?z=1 HTTP/1.1\r\n\r\n".utf8)).events).first)
+        #expect(absolute.path == "/x/y")
+        #expect(absolute.rawQuery == "z=1")
+    }
+
+    @Test func headerBytesAreCountedOnceHoweverTheyArrive() throws {
+        // 150 bytes of head against a 200-byte limit, fed one byte at a time.
+        let text = "GET / HTTP/1.1\r\nX-Field: \(String(repeating: "v", count: 100))\r\nX-Other: w\r\n\r\n"
+        let parser = parser(maxHeaderBytes: 200)
+        var events: [HTTPParserEvent] = []
+        for byte in Array(text.utf8) { events += parser.parse([byte]).events }
+        #expect(failure(events) == nil)
+        #expect(try #require(heads(events).first).headers["X-Other"] == "w")
+    }
+
+    @Test func connectIsTheLastRequest() throws {
+        let (_, events) = parser().parse(Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8))
+        let head = try #require(heads(events).first)
+        #expect(head.method == "CONNECT")
+        #expect(!head.keepAlive)
+        #expect(events.last == .end)
+    }
+
+    @Test func tooManyHeaders() {
+        var text = "GET / HTTP/1.1\r\n"
+        for index in 0..<11 { text += "X-\(index): v\r\n" }
+        #expect(failure(parser(maxHeaders: 10).parse(Array((text + "\r\n").utf8)).events) == .tooManyHeaders)
+    }
+
+    @Test func headerBlockTooLarge() {
+        let text = "GET / HTTP/1.1\r\nX-Big: \(String(repeating: "v", count: 200))\r\n\r\n"
+        #expect(failure(parser(maxHeaderBytes: 100).parse(Array(text.utf8)).events) == .headersTooLarge)
+    }
+
+    @Test func requestLineTooLong() {
+        let text = "GET /\(String(repeating: "p", count: 200)) HTTP/1.1\r\n\r\n"
+        #expect(failure(parser(maxHeaderBytes: 100).parse(Array(text.utf8)).events) == .uriTooLong)
+    }
+
+    @Test func contentLengthWithTransferEncoding() {
+        let text = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"
+        #expect(failure(parser().parse(Array(text.utf8)).events) == .conflictingFraming)
+    }
+
+    @Test func malformedPercentEncodingInTheQuery() {
+        let text = "GET /?a=%G1 HTTP/1.1\r\n\r\n"
+        #expect(failure(parser().parse(Array(text.utf8)).events) == .malformed("invalid percent-encoding in the query"))
+    }
+
+    @Test func junkFailsAndNothingIsParsedAfterwards() {
+        let parser = parser()
+        let junk = Array("\u{0}\u{1} nonsense\r\n\r\n".utf8)
+        let (consumed, events) = parser.parse(junk)
+        #expect(consumed == junk.count)
+        guard case .failure(.malformed, let requestID, let method) = events.last else {
+            Issue.record("expected a failure, got \(events)")
+            return
+        }
+        #expect(RequestID.isSane(requestID))
+        #expect(method == nil)
+        #expect(parser.parse(Array("GET / HTTP/1.1\r\n\r\n".utf8)).events == [])
+    }
+
+    @Test func failureKeepsTheMethodAndSaneRequestID() {
+        var text = "DELETE /x HTTP/1.1\r\nX-Request-Id: abc\r\n"
+        for index in 0..<5 { text += "X-\(index): v\r\n" }
+        guard case .failure(.tooManyHeaders, let requestID, let method) = parser(maxHeaders: 3).parse(Array(text.utf8)).events.last else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(method == "DELETE")
+        #expect(requestID == "abc")
+    }
+}

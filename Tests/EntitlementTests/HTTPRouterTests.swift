@@ -1,0 +1,65 @@
+import Testing
+@testable import EntitlementService
+
+/// Route matching and error mapping, without sockets.
+@Suite struct HTTPRouterTests {
+    @Loop private func router() -> Router {
+        let router = Router()
+        router.get("/v1/users/{user_id}/entitlements", name: "entitlements") { request in .text(request.pathParameters["user_id"] ?? "") }
+        router.post("/v1/receipts") { _ in .text("posted", status: 202) }
+        router.get("/v1/receipts/{verification_id}") { _ in .text("one") }
+        router.delete("/v1/admin/grants/{grant_id}") { _ in HTTPResponse(status: 204) }
+        router.put("/v1/admin/products/{product_id}") { _ in .text("put") }
+        router.get("/v1/admin/products") { _ in .text("list") }
+        return router
+    }
+
+    private func request(_ method: String, _ path: String) -> HTTPRequest {
+        HTTPRequest(method: method, path: path, requestID: "test")
+    }
+
+    @Test @Loop func matchesPatternsAndDecodesParameters() async {
+        let router = router()
+        let (response, route) = await router.respond(to: request("GET", "/v1/users/caf%C3%A9%2F1/entitlements"))
+        #expect(route == "/v1/users/{user_id}/entitlements")
+        #expect(String(decoding: response.body, as: UTF8.self) == "café/1")
+    }
+
+    @Test @Loop func literalRouteAndParameterRouteOnTheSamePrefix() async {
+        let router = router()
+        #expect(await router.respond(to: request("GET", "/v1/admin/products")).route == "/v1/admin/products")
+        #expect(await router.respond(to: request("PUT", "/v1/admin/products/p1")).route == "/v1/admin/products/{product_id}")
+    }
+
+    @Test @Loop func unknownPathEmptySegmentAndTrailingSlashAre404() async {
+        let router = router()
+        for path in ["/nope", "/v1/users//entitlements", "/v1/admin/products/", "/v1/users/u/entitlements/x"] {
+            let (response, route) = await router.respond(to: request("GET", path))
+            #expect(response.status == 404, "\(path)")
+            #expect(route == Router.unmatchedRoute)
+        }
+    }
+
+    @Test @Loop func otherMethodIs405WithAllow() async {
+        let router = router()
+        let (response, route) = await router.respond(to: request("DELETE", "/v1/receipts"))
+        #expect(response.status == 405)
+        #expect(response.headers["Allow"] == "POST")
+        #expect(route == "/v1/receipts")
+        let (list, _) = await router.respond(to: request("POST", "/v1/admin/products"))
+        #expect(list.headers["Allow"] == "GET, HEAD")
+    }
+
+    @Test @Loop func headFallsBackToGet() async {
+        let router = router()
+        let (response, route) = await router.respond(to: request("HEAD", "/v1/admin/products"))
+        #expect(response.status == 200)
+        #expect(route == "/v1/admin/products")
+    }
+
+    @Test @Loop func routesAreListedWithTheirNames() {
+        let router = router()
+        #expect(router.routes.first == Router.Route(method: "GET", pattern: "/v1/users/{user_id}/entitlements", name: "entitlements"))
+        #expect(router.routes.count == 6)
+    }
+}

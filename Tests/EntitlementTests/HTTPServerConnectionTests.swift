@@ -1,0 +1,189 @@
+import Testing
+@testable import EntitlementService
+
+/// Timeouts, the connection limit, slow clients and graceful shutdown.
+@Suite struct HTTPServerConnectionTests {
+    @Test func stalledClientGets408AndIsClosedAfterTheHeaderTimeout() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 200))
+        let port = server.port
+        let (response, closed, elapsed) = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            let start = RawHTTPClient.now()
+            try client.send("GET /healthz HTTP/1.1\r\nHost: t\r\nX-Half: ")
+            let response = try client.readResponse(timeout: 5)
+            return (response, try client.waitForClose(), RawHTTPClient.now() - start)
+        }
+        #expect(response.status == 408)
+        #expect(response.headers["Connection"] == "close")
+        #expect(closed)
+        #expect(elapsed >= 0.15 && elapsed < 3)
+        await server.shutdown()
+    }
+
+    @Test func silentNewConnectionIsClosedAfterTheHeaderTimeout() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 200))
+        let port = server.port
+        let closed = try await offLoop { try RawHTTPClient(port: port).waitForClose(timeout: 5) }
+        #expect(closed)
+        await server.shutdown()
+    }
+
+    @Test func idleKeepAliveConnectionIsClosedAfterTheIdleTimeout() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(idleTimeoutMs: 200))
+        let port = server.port
+        let (status, openAtFirst, closedLater) = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(RawHTTPClient.request("GET", "/healthz"))
+            let status = try client.readResponse().status
+            let openAtFirst = try !client.waitForClose(timeout: 0.05)
+            return (status, openAtFirst, try client.waitForClose(timeout: 5))
+        }
+        #expect(status == 200)
+        #expect(openAtFirst)
+        #expect(closedLater)
+        await server.shutdown()
+    }
+
+    @Test func stalledClientsDoNotSlowAWellBehavedOne() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 30_000))
+        let port = server.port
+        let (latencies, stallers) = try await offLoop {
+            let stallers = try (0..<300).map { index in
+                let client = try RawHTTPClient(port: port)
+                try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nX-Staller: \(index)\r\nContent-Le")
+                return client
+            }
+            let client = try RawHTTPClient(port: port)
+            var latencies: [Double] = []
+            for _ in 0..<100 {
+                let start = RawHTTPClient.now()
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                guard try client.readResponse().status == 200 else { throw RawHTTPClient.Failure.malformed("status") }
+                latencies.append(RawHTTPClient.now() - start)
+            }
+            // The stallers are all still connected and waiting.
+            for staller in stallers where try staller.waitForClose(timeout: 0) {
+                throw RawHTTPClient.Failure.malformed("a staller was closed early")
+            }
+            return (latencies.sorted(), stallers + [client])
+        }
+        let open = await Task { @Loop in server.metrics.render() }.value
+            .split(separator: "\n").first { $0.hasPrefix("http_connections_open ") }
+        #expect(open == "http_connections_open 301", "the server holds every staller and the client")
+        #expect(latencies.count == 100)
+        #expect(latencies[50] < 0.05, "median \(latencies[50]) s")
+        #expect(latencies[99] < 0.5, "max \(latencies[99]) s")
+        #expect(stallers.count == 301)
+        await server.shutdown()
+    }
+
+    @Test func connectionsBeyondTheLimitGet503() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(maxConnections: 2))
+        let port = server.port
+        let (served, refused, refusedClosed, afterwards) = try await offLoop {
+            let first = try RawHTTPClient(port: port)
+            let second = try RawHTTPClient(port: port)
+            var served: [Int] = []
+            for client in [first, second] {
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                served.append(try client.readResponse().status)
+            }
+            let third = try RawHTTPClient(port: port)
+            let refused = try third.readResponse()
+            let refusedClosed = try third.waitForClose()
+            // Free a slot: the server notices the close, then takes a new client.
+            first.shutdownWrite()
+            _ = try first.waitForClose()
+            var afterwards = 0
+            let deadline = RawHTTPClient.now() + 5
+            while afterwards != 200 && RawHTTPClient.now() < deadline {
+                let fourth = try RawHTTPClient(port: port)
+                try? fourth.send(RawHTTPClient.request("GET", "/healthz"))
+                afterwards = (try? fourth.readResponse())?.status ?? 0
+            }
+            return (served, refused, refusedClosed, afterwards)
+        }
+        #expect(served == [200, 200])
+        #expect(refused.status == 503)
+        #expect(refused.headers["Content-Type"] == "application/problem+json")
+        #expect(refused.headers["Connection"] == "close")
+        #expect(refusedClosed)
+        #expect(afterwards == 200)
+        await server.shutdown()
+    }
+
+    @Test func gracefulShutdownFinishesTheInFlightRequest() async throws {
+        let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
+        let server = try await HTTPTestServer.start { router in
+            router.get("/gate") { _ in
+                enteredContinuation.yield()
+                await LoopTimer.sleep(milliseconds: 300)
+                return .json(["finished": true])
+            }
+        }
+        let port = server.port
+        let idle = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(RawHTTPClient.request("GET", "/healthz"))
+            _ = try client.readResponse()
+            return client
+        }
+        let inFlight = Task {
+            try await offLoop {
+                let client = try RawHTTPClient(port: port)
+                try client.send(RawHTTPClient.request("GET", "/gate"))
+                return try client.readResponse()
+            }
+        }
+        var iterator = entered.makeAsyncIterator()
+        await iterator.next()
+        let shutdownStart = RawHTTPClient.now()
+        await server.shutdown()
+        let shutdownTook = RawHTTPClient.now() - shutdownStart
+        let response = try await inFlight.value
+        #expect(response.status == 200)
+        #expect(response.text == #"{"finished":true}"#)
+        #expect(response.headers["Connection"] == "close")
+        #expect(shutdownTook >= 0.2)
+        #expect(try await offLoop { try idle.waitForClose(timeout: 0) })
+        await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: port) } }
+    }
+
+    @Test func twoServersShareAPortWithReusePort() async throws {
+        let first = try await HTTPTestServer.start()
+        let port = first.port
+        let second = try await Task { @Loop in
+            let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: Router(), metrics: Metrics())
+            return (server, try server.start())
+        }.value
+        #expect(second.1 == port)
+        await second.0.shutdown()
+        await first.shutdown()
+    }
+
+    @Test func listensOnIPv6Loopback() async throws {
+        let result = try await Task { @Loop in
+            let server = HTTPServer(configuration: HTTPServerConfiguration(host: "::1", port: 0), router: Router(), metrics: Metrics())
+            return (server, try server.start())
+        }.value
+        #expect(result.1 > 0)
+        await result.0.shutdown()
+    }
+
+    @Test func metricsCountRequestsByRouteMethodAndStatus() async throws {
+        let server = try await HTTPTestServer.start()
+        _ = try await server.request("/healthz")
+        _ = try await server.request("/healthz")
+        _ = try await server.request("/nope")
+        _ = try await server.request("/v1/users/u1/entitlements")
+        let text = await Task { @Loop in server.metrics.render() }.value
+        #expect(text.contains(#"http_requests_total{route="/healthz",method="GET",status="200"} 2"#))
+        #expect(text.contains(#"http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
+        #expect(text.contains(#"http_requests_total{route="/v1/users/{user_id}/entitlements",method="GET",status="200"} 1"#))
+        #expect(text.contains(#"http_request_duration_seconds_bucket{route="/healthz",le="+Inf"} 2"#))
+        #expect(text.contains(#"http_request_duration_seconds_count{route="/healthz"} 2"#))
+        #expect(text.contains("# TYPE http_request_duration_seconds histogram"))
+        #expect(text.contains("http_connections_open "))
+        await server.shutdown()
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// Headers, percent-decoding, JSON bodies, problem documents and response framing.
+@Suite struct HTTPValueTests {
+    @Test func headersAreOrderedAndCaseInsensitive() {
+        var headers: HTTPHeaders = ["Content-Type": "a"]
+        headers.add("set-cookie", "1")
+        headers.add("Set-Cookie", "2")
+        #expect(headers["content-type"] == "a")
+        #expect(headers.values(for: "SET-COOKIE") == ["1", "2"])
+        headers.set("SET-cookie", "3")
+        #expect(headers.values(for: "set-cookie") == ["3"])
+        headers.remove("CONTENT-TYPE")
+        #expect(!headers.contains("content-type"))
+        #expect(headers.map(\.name) == ["SET-cookie"])
+    }
+
+    @Test func percentDecoding() {
+        #expect(PercentDecoding.decode("a%20b+c") == "a b+c")
+        #expect(PercentDecoding.decode("%E2%9C%93") == "✓")
+        #expect(PercentDecoding.decode("%") == nil)
+        #expect(PercentDecoding.decode("%4") == nil)
+        #expect(PercentDecoding.decode("%FF") == nil)
+        #expect(PercentDecoding.decodeQuery("a=1&b=x%26y&a=2&&c") == ["a": "2", "b": "x&y", "c": ""])
+        #expect(PercentDecoding.decodeQuery("a=%zz") == nil)
+    }
+
+    private struct Grant: Decodable {
+        struct Item: Decodable { var product_id: String }
+        var entitlement: String
+        var expires_at: Date?
+        var items: [Item]
+    }
+
+    private func decode(_ text: String) throws -> Grant {
+        try HTTPRequest(method: "POST", path: "/", body: Array(text.utf8), requestID: "r").decodeJSON()
+    }
+
+    private func problem(_ text: String) -> ProblemError? {
+        do {
+            _ = try decode(text)
+            return nil
+        } catch {
+            return error as? ProblemError
+        }
+    }
+
+    @Test func decodeJSONAcceptsRFC3339Dates() throws {
+        let grant = try decode(#"{"entitlement":"premium","expires_at":"2026-11-22T01:20:00Z","items":[]}"#)
+        #expect(grant.expires_at == Date(timeIntervalSince1970: 1_795_310_400))
+        let fractional = try decode(#"{"entitlement":"premium","expires_at":"2026-11-22T01:20:00.500Z","items":[]}"#)
+        #expect(fractional.expires_at == Date(timeIntervalSince1970: 1_795_310_400.5))
+    }
+
+    @Test func decodeJSONNamesTheField() {
+        let missing = problem(#"{"items":[]}"#)
+        #expect(missing?.status == 400)
+        #expect(missing?.extra["field"] == "entitlement")
+        #expect(missing?.detail == "The field 'entitlement' is missing.")
+        let nested = problem(#"{"entitlement":"p","items":[{"product_id":5}]}"#)
+        #expect(nested?.extra["field"] == "items[0].product_id")
+        #expect(nested?.detail == "The field 'items[0].product_id' must be a string.")
+        let null = problem(#"{"entitlement":null,"items":[]}"#)
+        #expect(null?.extra["field"] == "entitlement")
+        let badDate = problem(#"{"entitlement":"p","expires_at":"tomorrow","items":[]}"#)
+        #expect(badDate?.extra["field"] == "expires_at")
+    }
+
+    @Test func decodeJSONRejectsEmptyMalformedAndNonUTF8Bodies() {
+        #expect(problem("")?.detail == "The request body is empty; a JSON document is expected.")
+        #expect(problem("{nope")?.detail == "The request body is not valid JSON.")
+        #expect(problem("[1]")?.detail == "The request body must be a JSON object.")
+        let latin1 = HTTPRequest(method: "POST", path: "/", body: [0x7B, 0x22, 0xE9, 0x22, 0x7D], requestID: "r")
+        #expect(throws: ProblemError.badRequest("The request body is not valid UTF-8.")) { try latin1.decodeJSON(Grant.self) }
+    }
+
+    @Test func problemDocumentOrderAndEscaping() {
+        let problem = ProblemError(status: 422, detail: "quote \" and \n newline", extra: ["apple_status": 21010, "b": ["x": true], "status": 1])
+        #expect(problem.title == "Unprocessable Entity")
+        #expect(problem.jsonText == #"{"type":"about:blank","title":"Unprocessable Entity","status":422,"detail":"quote \" and \n newline","apple_status":21010,"b":{"x":true}}"#)
+        #expect(problem.response.headers["Content-Type"] == "application/problem+json")
+        #expect(problem.response.status == 422)
+    }
+
+    @Test func jsonResponsesAreSortedWithRFC3339Dates() {
+        struct Body: Encodable { var z = 1; var a = "x/y"; var at = Date(timeIntervalSince1970: 1_795_310_400) }
+        let response = HTTPResponse.json(Body(), status: 201)
+        #expect(response.status == 201)
+        #expect(String(decoding: response.body, as: UTF8.self) == #"{"a":"x/y","at":"2026-11-22T01:20:00Z","z":1}"#)
+        #expect(HTTPResponse.json(["v": Double.nan]).status == 500)
+    }
+
+    private typealias Context = HTTPConnectionStateMachine.ResponseContext
+
+    private func serialize(_ response: HTTPResponse, method: String = "GET", keepAlive: Bool = true, version: HTTPVersion = .http1_1) -> String {
+        let context = Context(requestID: "rid", method: method, version: version, keepAlive: keepAlive)
+        return String(decoding: HTTPResponseSerializer.serialize(response, context: context, date: "DATE"), as: UTF8.self)
+    }
+
+    @Test func serializerWritesFramingHeaders() {
+        var response = HTTPResponse.text("hi")
+        response.headers.add("Content-Length", "999")
+        response.headers.add("X-Request-Id", "forged")
+        #expect(serialize(response) == "HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\nX-Request-Id: rid\r\nContent-Length: 2\r\nDate: DATE\r\n\r\nhi")
+        #expect(serialize(response, keepAlive: false).contains("\r\nConnection: close\r\n"))
+        #expect(serialize(response, version: .http1_0).contains("\r\nConnection: keep-alive\r\n"))
+        #expect(serialize(response, method: "HEAD").hasSuffix("Content-Length: 2\r\nDate: DATE\r\n\r\n"))
+        #expect(serialize(HTTPResponse(status: 204)) == "HTTP/1.1 204 No Content\r\nX-Request-Id: rid\r\nDate: DATE\r\n\r\n")
+    }
+
+    @Test func serializerNeutralizesHeaderInjection() {
+        var response = HTTPResponse(status: 200)
+        response.headers.add("X-Evil", "a\r\nSet-Cookie: stolen")
+        response.headers.add("Bad Name", "v")
+        let text = serialize(response)
+        #expect(text.contains("X-Evil: a Set-Cookie: stolen\r\n"))
+        #expect(!text.contains("Bad Name"))
+    }
+
+    @Test func requestIDs() {
+        #expect(RequestID.accept("abc") == "abc")
+        #expect(RequestID.accept("has space") != "has space")
+        #expect(RequestID.accept("") != "")
+        #expect(RequestID.accept(nil).count == 32)
+        #expect(RequestID.generate() != RequestID.generate())
+    }
+
+    @Test func httpDateFormat() {
+        #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
+    }
+}
