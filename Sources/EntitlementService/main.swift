@@ -1,2 +1,14 @@
-// Placeholder entry point; replaced by the runtime's command dispatch.
-print("entitlement-service")
+import Dispatch
+import Foundation
+
+let command: Command
+do {
+    command = try Command.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    FileHandle.standardError.write(Data("entitlement-service: \(error.message)\n\n\(Command.usage)\n".utf8))
+    exit(64)
+}
+Task { @Loop in
+    exit(await Commands.run(command))
+}
+dispatchMain()

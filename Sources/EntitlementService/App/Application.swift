@@ -1,0 +1,99 @@
+import EntitlementModel
+import Foundation
+
+/// The running service: database pool, migrations, catalog, App Store client, routes, HTTP server and
+/// background workers, started in that order and stopped in reverse on SIGTERM/SIGINT.
+@Loop
+final class Application {
+    let configuration: Configuration
+    let pool: PostgresPool
+    let server: HTTPServer
+    let receipts: ReceiptService
+    private let workers: [PeriodicWorker]
+    private var signals: [SignalWatcher] = []
+    private var stopping = false
+
+    /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
+    init(configuration: Configuration, migrationsDirectory: URL) async throws {
+        self.configuration = configuration
+        guard let databaseURL = configuration.databaseURL else {
+            throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
+        }
+        pool = PostgresPool(conninfo: databaseURL, size: configuration.databasePoolSize)
+        let applied = try await Migrator(pool: pool, directory: migrationsDirectory).run()
+        Log.info("migrations_applied", ["count": applied.count])
+
+        let catalog = CatalogCache(db: pool)
+        if let file = configuration.productsFile {
+            let count = try await catalog.importFile(file)
+            Log.info("catalog_imported", ["file": file, "products": count])
+        }
+        let http = HTTPClient(configuration: HTTPClientConfiguration(
+            caBundlePath: configuration.appleCABundle, maxConnections: 256,
+            connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
+        let verifier = AppStoreClient(http: http, settings: AppStoreSettings(configuration))
+        let retry = RetrySchedule(baseMs: configuration.retryBaseMs, maxMs: configuration.retryMaxMs)
+        receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
+                                  retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
+
+        let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
+        let router = Router()
+        SystemRoutes(db: pool).register(on: router)
+        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
+                       ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
+        server = HTTPServer(configuration: HTTPServerConfiguration(
+            host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
+
+        let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
+        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000)]
+        registerMetrics()
+    }
+
+    /// Listens and starts the workers; returns the bound port.
+    func start() throws -> Int {
+        let port = try server.start()
+        for worker in workers { worker.start() }
+        LoopLagMonitor().start()
+        Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
+        return port
+    }
+
+    /// Stops accepting, finishes in-flight requests, stops the workers and closes the pool. Verifications
+    /// still in flight stay durable in the database and are taken up by the next instance's retry worker.
+    func shutdown() async {
+        guard !stopping else { return }
+        stopping = true
+        Log.info("shutting_down")
+        receipts.beginShutdown()
+        await server.shutdown()
+        for worker in workers { await worker.stop() }
+        await receipts.releaseClaims()
+        await pool.close()
+        Log.info("stopped")
+    }
+
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
+    func runUntilSignalled() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            var resumed = false
+            for signal in [SIGTERM, SIGINT] {
+                signals.append(SignalWatcher(signal: signal) { [self] number in
+                    Log.info("signal", ["signal": number])
+                    guard !resumed else { return }
+                    resumed = true
+                    continuation.resume()
+                })
+            }
+        }
+        await shutdown()
+        for watcher in signals { watcher.close() }
+    }
+
+    private func registerMetrics() {
+        let pool = self.pool
+        Metrics.shared.gauge("db_pool_in_use", "Database connections lent out") { Double(pool.inUse) }
+        Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
+        let receipts = self.receipts
+        Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
+    }
+}

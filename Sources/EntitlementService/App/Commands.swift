@@ -1,0 +1,48 @@
+import Foundation
+
+/// Carries out a parsed command; returns the process exit status.
+@Loop
+enum Commands {
+    static func run(_ command: Command) async -> Int32 {
+        do {
+            switch command {
+            case .help:
+                print(Command.usage)
+                return 0
+            case .migrate:
+                let configuration = try loadConfiguration()
+                let pool = PostgresPool(conninfo: configuration.databaseURL!, size: 1)
+                let applied = try await Migrator(pool: pool, directory: migrationsDirectory(configuration)).run()
+                Log.info("migrations_applied", ["count": applied.count, "versions": applied.map(String.init).joined(separator: ",")])
+                await pool.close()
+                return 0
+            case .serve:
+                let configuration = try loadConfiguration()
+                let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
+                _ = try application.start()
+                await application.runUntilSignalled()
+                return 0
+            case .fakeAppStore(let port, let host):
+                return await FakeAppStoreCommand.run(host: host, port: port)
+            }
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))
+            return 78
+        } catch {
+            Log.error("startup_failed", ["error": String(describing: error)])
+            FileHandle.standardError.write(Data("entitlement-service: \(error)\n".utf8))
+            return 1
+        }
+    }
+
+    private static func loadConfiguration() throws(ConfigurationError) -> Configuration {
+        let configuration = try Configuration(environment: ProcessInfo.processInfo.environment)
+        try configuration.validateForServing()
+        return configuration
+    }
+
+    /// `MIGRATIONS_DIR`, else the migrator's default (`migrations` here, else the checkout's).
+    static func migrationsDirectory(_ configuration: Configuration) -> URL {
+        configuration.migrationsDirectory.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
+    }
+}

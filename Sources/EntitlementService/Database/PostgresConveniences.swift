@@ -1,0 +1,32 @@
+import Foundation
+
+extension PostgresJSON {
+    /// JSON text already encoded as UTF-8 bytes (a `JSONEncoder` result).
+    init(_ data: Data) {
+        self.init(String(decoding: data, as: UTF8.self))
+    }
+
+    /// `value` encoded with `JSONEncoder`.
+    init<T: Encodable>(encoding value: T) throws {
+        self.init(try JSONEncoder().encode(value))
+    }
+}
+
+extension PostgresResult {
+    /// The one row a statement such as `INSERT … RETURNING` must give; a decoding error otherwise.
+    func single() throws -> PostgresRow {
+        guard rows.count == 1, let row = rows.first else {
+            throw PostgresError(kind: .decoding, message: "expected exactly one row, got \(rows.count)")
+        }
+        return row
+    }
+}
+
+extension PostgresPool {
+    /// Sends `statements` in one round trip on one connection (libpq pipeline mode); results in order.
+    func pipeline(_ statements: [(String, [any PostgresEncodable])]) async throws -> [PostgresResult] {
+        try await withConnection { connection in
+            try await connection.pipeline(statements.map { PostgresStatement($0.0, $0.1) })
+        }
+    }
+}

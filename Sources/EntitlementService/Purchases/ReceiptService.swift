@@ -1,0 +1,162 @@
+import EntitlementModel
+import Foundation
+
+/// How one verification attempt of a stored submission ended.
+enum AttemptOutcome: Sendable {
+    case verified(environment: StoreEnvironment, appleStatus: Int, transferredFrom: [String])
+    case rejected(appleStatus: Int?, detail: String)
+    case conflict(owner: String)
+    case configurationError(appleStatus: Int?, detail: String)
+    /// No final answer yet; the submission is queued for a background retry.
+    case pending
+}
+
+/// Receipt submissions from post to final answer: stored before Apple is asked, verified under a lease,
+/// recorded in one transaction, rescheduled with backoff when Apple could not answer. Identical submissions
+/// in flight share one attempt, in this process through `inFlight` and across processes through the lease.
+@Loop
+final class ReceiptService {
+    let submissions: SubmissionStore
+    let recorder: PurchaseRecorder
+    let catalog: CatalogCache
+    let verifier: any ReceiptVerifier
+    let retry: RetrySchedule
+    /// How long one attempt may hold a submission before another instance may take it over.
+    let leaseMs: Int
+    private var inFlight: [String: Task<AttemptOutcome, Never>] = [:]
+    private var waiters: [ObjectIdentifier: @Loop () -> Void] = [:]
+    private var shuttingDown = false
+
+    init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
+         retry: RetrySchedule, appleTimeoutMs: Int) {
+        submissions = SubmissionStore(db: db)
+        recorder = PurchaseRecorder(db: db, restorePolicy: restorePolicy)
+        self.catalog = catalog
+        self.verifier = verifier
+        self.retry = retry
+        // A flow sends at most four requests (two repeats of 21002 and one redirect), plus room to record.
+        leaseMs = appleTimeoutMs * 4 + 30_000
+    }
+
+    /// Stores a posted receipt and waits up to `waitMs` for its verification; nil when it is still pending then.
+    func submit(userID: String, receiptData: String, orderID: String?, waitMs: Int, actor: String) async throws -> (id: String, outcome: AttemptOutcome?) {
+        let (id, created) = try await submissions.store(userID: userID, receiptData: receiptData, orderID: orderID, leaseMs: leaseMs)
+        let task: Task<AttemptOutcome, Never>
+        if let running = inFlight[id] {
+            task = running
+        } else if created {
+            task = start(id: id, userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1, actor: actor)
+        } else if let claimed = try await submissions.claim(id, leaseMs: leaseMs) {
+            task = start(id: id, userID: claimed.userID, receiptData: claimed.receiptData, orderID: claimed.orderID,
+                         attempts: claimed.attempts, actor: actor)
+        } else {
+            return (id, nil)  // another instance is asking Apple right now; the client polls GET /v1/receipts/{id}
+        }
+        return (id, await value(of: task, waitingAtMost: waitMs))
+    }
+
+    /// Runs one attempt of a submission claimed by the retry worker.
+    func retry(_ submission: Submission) async -> AttemptOutcome {
+        let task = inFlight[submission.verificationID] ?? start(
+            id: submission.verificationID, userID: submission.userID, receiptData: submission.receiptData,
+            orderID: submission.orderID, attempts: submission.attempts, actor: "retry-worker")
+        return await task.value
+    }
+
+    private func start(id: String, userID: String, receiptData: String, orderID: String?, attempts: Int, actor: String) -> Task<AttemptOutcome, Never> {
+        let task = Task { @Loop in
+            let outcome = await self.attempt(id: id, userID: userID, receiptData: receiptData, orderID: orderID, attempts: attempts, actor: actor)
+            self.inFlight[id] = nil
+            return outcome
+        }
+        inFlight[id] = task
+        return task
+    }
+
+    private func attempt(id: String, userID: String, receiptData: String, orderID: String?, attempts: Int, actor: String) async -> AttemptOutcome {
+        let result = await verifier.verify(receiptData: receiptData, firstEnvironment: .production)
+        do {
+            switch result {
+            case .verified(let response, let environment):
+                do {
+                    let recorded = try await recorder.record(
+                        response, environment: environment, catalog: try await catalog.current(),
+                        context: .init(poster: userID, actor: actor, verificationID: id, orderID: orderID))
+                    Log.info("receipt_verified", ["verification_id": id, "user_id": userID, "environment": environment.rawValue,
+                                                  "apple_status": response.status, "new_transactions": recorded.newTransactions])
+                    return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)
+                } catch let conflict as OwnershipConflict {
+                    try await submissions.reject(id, appleStatus: response.status, detail: "purchase \(conflict.originalTransactionID) belongs to another user")
+                    Log.info("receipt_conflict", ["verification_id": id, "user_id": userID, "original_transaction_id": conflict.originalTransactionID])
+                    return .conflict(owner: conflict.owner)
+                }
+            case .rejected(let appleStatus, let detail):
+                try await submissions.reject(id, appleStatus: appleStatus, detail: detail)
+                Log.info("receipt_rejected", ["verification_id": id, "apple_status": appleStatus, "detail": detail])
+                return .rejected(appleStatus: appleStatus, detail: detail)
+            case .configurationError(let appleStatus, let detail):
+                let delay = retry.randomDelayMs(attempt: attempts)
+                try await submissions.reschedule(id, status: .failed, appleStatus: appleStatus, error: detail, delayMs: delay)
+                Log.error("apple_configuration_error", ["verification_id": id, "apple_status": appleStatus, "detail": detail, "retry_in_ms": delay])
+                return .configurationError(appleStatus: appleStatus, detail: detail)
+            case .retryLater(let appleStatus, let reason):
+                let delay = retry.randomDelayMs(attempt: attempts)
+                try await submissions.reschedule(id, status: .pending, appleStatus: appleStatus, error: reason, delayMs: delay)
+                Log.warning("receipt_retry_scheduled", ["verification_id": id, "apple_status": appleStatus, "reason": reason, "retry_in_ms": delay])
+                return .pending
+            }
+        } catch {
+            // The database failed us: the submission stays claimed until its lease ends, then the worker retries it.
+            Log.error("receipt_attempt_failed", ["verification_id": id, "error": String(describing: error)])
+            return .pending
+        }
+    }
+
+    /// How many verifications this process runs now.
+    var inFlightCount: Int { inFlight.count }
+
+    /// Answers every request still waiting for Apple at once (they get 202); the verifications go on.
+    func beginShutdown() {
+        shuttingDown = true
+        for release in waiters.values { release() }
+        waiters.removeAll()
+    }
+
+    /// Gives up this process's claims on unfinished verifications so another instance takes them up at once.
+    func releaseClaims() async {
+        let ids = Array(inFlight.keys)
+        guard !ids.isEmpty else { return }
+        do {
+            _ = try await submissions.db.query("""
+                UPDATE receipt_submissions SET claimed_until = NULL
+                 WHERE verification_id::text IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status IN ('pending', 'failed')
+                """, [PostgresJSON(String(decoding: try JSONEncoder().encode(ids), as: UTF8.self))])
+            Log.info("claims_released", ["count": ids.count])
+        } catch {
+            Log.warning("claims_not_released", ["error": String(describing: error)])
+        }
+    }
+
+    /// The task's value, or nil when it takes longer than `milliseconds` or the service shuts down first
+    /// (the task goes on regardless).
+    private func value(of task: Task<AttemptOutcome, Never>, waitingAtMost milliseconds: Int) async -> AttemptOutcome? {
+        guard !shuttingDown else { return nil }
+        final class Once { var resumed = false }
+        let once = Once()
+        let timer = LoopTimer()
+        let key = ObjectIdentifier(once)
+        let outcome: AttemptOutcome? = await withCheckedContinuation { continuation in
+            let finish: @Loop (AttemptOutcome?) -> Void = { value in
+                guard !once.resumed else { return }
+                once.resumed = true
+                continuation.resume(returning: value)
+            }
+            waiters[key] = { finish(nil) }
+            timer.start(after: UInt64(max(0, milliseconds))) { finish(nil) }
+            Task { @Loop in finish(await task.value) }
+        }
+        waiters[key] = nil
+        timer.close()
+        return outcome
+    }
+}

@@ -1,0 +1,23 @@
+/// The background retry of submissions Apple could not answer: claims due rows with
+/// `FOR UPDATE SKIP LOCKED` (so any number of instances cooperate) and verifies them concurrently.
+@Loop
+enum RetryWorker {
+    static let batchSize = 32
+
+    static func make(service: ReceiptService, intervalMs: UInt64) -> PeriodicWorker {
+        PeriodicWorker(name: "retry", intervalMs: intervalMs) {
+            do {
+                let due = try await service.submissions.claimDue(limit: batchSize, leaseMs: service.leaseMs)
+                await withTaskGroup(of: Void.self) { group in
+                    for submission in due {
+                        group.addTask { @Loop in _ = await service.retry(submission) }
+                    }
+                }
+                return due.count == batchSize
+            } catch {
+                Log.error("retry_worker_failed", ["error": String(describing: error)])
+                return false
+            }
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import Foundation
+
+/// Checks of client input shared by the routes; each failure is a 400 problem naming the field.
+enum InputRules {
+    /// User ids are 1–128 printable characters (no control characters).
+    static func userID(_ value: String, field: String = "user_id") throws -> String {
+        guard (1...128).contains(value.count), value.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }),
+              !value.allSatisfy(\.isWhitespace) else {
+            throw ProblemError.badRequest("'\(field)' must be 1 to 128 printable characters.", field: field)
+        }
+        return value
+    }
+
+    /// A UUID in its canonical text form, lowercased.
+    static func uuid(_ value: String, field: String) throws -> String {
+        guard let uuid = UUID(uuidString: value) else {
+            throw ProblemError.badRequest("'\(field)' must be a UUID.", field: field)
+        }
+        return uuid.uuidString.lowercased()
+    }
+
+    /// A short identifier-like string: 1–`maxLength` printable characters.
+    static func token(_ value: String, field: String, maxLength: Int = 200) throws -> String {
+        guard (1...maxLength).contains(value.count), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
+            throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) printable characters without spaces.", field: field)
+        }
+        return value
+    }
+
+    /// An integer query parameter within `range`, or `fallback` when absent.
+    static func queryInt(_ request: HTTPRequest, _ name: String, in range: ClosedRange<Int>, default fallback: Int) throws -> Int {
+        guard let raw = request.query[name] else { return fallback }
+        guard let value = Int(raw), range.contains(value) else {
+            throw ProblemError.badRequest("'\(name)' must be an integer from \(range.lowerBound) to \(range.upperBound).", field: name)
+        }
+        return value
+    }
+
+    /// An RFC 3339 query parameter, or nil when absent.
+    static func queryDate(_ request: HTTPRequest, _ name: String) throws -> Date? {
+        guard let raw = request.query[name] else { return nil }
+        if let date = try? Date.ISO8601FormatStyle().parse(raw) { return date }
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(raw) { return date }
+        throw ProblemError.badRequest("'\(name)' must be an RFC 3339 timestamp such as 2026-11-22T01:20:00Z.", field: name)
+    }
+
+    /// Whether `value` is standard base64 (whitespace between groups tolerated, as Apple's own receipts have).
+    static func isBase64(_ value: String) -> Bool {
+        let compact = value.filter { !$0.isWhitespace }
+        return !compact.isEmpty && Data(base64Encoded: compact) != nil
+    }
+}

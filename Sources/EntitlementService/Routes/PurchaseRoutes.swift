@@ -1,0 +1,147 @@
+import EntitlementModel
+import Foundation
+
+/// The app routes of purchases: receipts, entitlements, transactions, consumables and orders.
+@Loop
+struct PurchaseRoutes {
+    let keys: APIKeys
+    let db: PostgresPool
+    let receipts: ReceiptService
+    let reader: EntitlementReader
+    let ledger: ConsumableLedger
+    let orders: OrderStore
+    let catalog: CatalogCache
+
+    func register(on router: Router) {
+        router.post("/v1/receipts") { try await postReceipt($0) }
+        router.get("/v1/receipts/{verification_id}") { try await getReceipt($0) }
+        router.get("/v1/users/{user_id}/entitlements") { try await entitlements($0) }
+        router.get("/v1/users/{user_id}/transactions") { try await transactions($0) }
+        router.post("/v1/users/{user_id}/consumables/{currency}/consume") { try await consume($0) }
+        router.post("/v1/orders") { try await createOrder($0) }
+        router.get("/v1/orders/{order_id}") { try await getOrder($0) }
+    }
+
+    private struct ReceiptBody: Decodable {
+        var userID: String
+        var receiptData: String
+        var orderID: String?
+        enum CodingKeys: String, CodingKey { case userID = "user_id", receiptData = "receipt_data", orderID = "order_id" }
+    }
+
+    private func postReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let caller = try keys.authorize(request, admin: false)
+        let waitMs = try InputRules.queryInt(request, "wait_ms", in: 0...30_000, default: 10_000)
+        let body = try request.decodeJSON(ReceiptBody.self)
+        let userID = try InputRules.userID(body.userID)
+        let orderID = try body.orderID.map { try InputRules.uuid($0, field: "order_id") }
+        guard !body.receiptData.isEmpty else {
+            throw ProblemError.badRequest("'receipt_data' must not be empty.", field: "receipt_data")
+        }
+        guard InputRules.isBase64(body.receiptData) else {
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
+                               extra: ["field": "receipt_data"])
+        }
+        let (id, outcome) = try await receipts.submit(userID: userID, receiptData: body.receiptData, orderID: orderID,
+                                                     waitMs: waitMs, actor: caller.keyID)
+        switch outcome {
+        case nil, .pending?:
+            return .json(["verification_id": id, "status": SubmissionStatus.pending.rawValue] as [String: String], status: 202)
+        case .verified(let environment, _, let transferredFrom)?:
+            let document = try await reader.document(userID: userID, at: Date())
+            return .json(VerifiedReceiptBody(document: document, verificationID: id, environment: environment,
+                                             transferredFrom: transferredFrom.first))
+        case .rejected(let appleStatus, let detail)?:
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: detail,
+                               extra: appleStatus.map { ["apple_status": .int($0), "verification_id": .string(id)] } ?? ["verification_id": .string(id)])
+        case .conflict?:
+            throw ProblemError(status: 409, title: "Purchase owned by another user",
+                               detail: "A purchase in this receipt already belongs to another user and RESTORE_POLICY is keep; nothing was moved.",
+                               extra: ["verification_id": .string(id)])
+        case .configurationError(let appleStatus, _)?:
+            throw ProblemError(status: 502, title: "App Store configuration error",
+                               detail: "The App Store refused the service's configuration (shared secret or request); the receipt is stored and will be retried.",
+                               extra: appleStatus.map { ["apple_status": .int($0), "verification_id": .string(id)] } ?? ["verification_id": .string(id)])
+        }
+    }
+
+    private func getReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let id = try InputRules.uuid(request.pathParameters["verification_id"] ?? "", field: "verification_id")
+        guard let submission = try await receipts.submissions.find(id) else {
+            throw ProblemError(status: 404, detail: "No receipt submission has this verification_id.")
+        }
+        return .json(SubmissionBody(submission))
+    }
+
+    private func entitlements(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+        let at = try InputRules.queryDate(request, "at") ?? Date()
+        return .json(try await reader.document(userID: userID, at: at))
+    }
+
+    private func transactions(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+        let rows = try await db.query("""
+            SELECT \(TransactionRows.columns)
+              FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
+             WHERE o.user_id = $1
+             ORDER BY t.purchase_date DESC, t.transaction_id DESC
+            """, [userID]).rows
+        let list = try rows.map { TransactionBody(try TransactionRows.owned($0)) }
+        return .json(TransactionListBody(userID: userID, transactions: list))
+    }
+
+    private struct ConsumeBody: Decodable {
+        var amount: Int
+        var idempotencyKey: String
+        enum CodingKeys: String, CodingKey { case amount, idempotencyKey = "idempotency_key" }
+    }
+
+    private func consume(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+        let currency = try InputRules.token(request.pathParameters["currency"] ?? "", field: "currency", maxLength: 255)
+        let body = try request.decodeJSON(ConsumeBody.self)
+        guard (1...1_000_000_000).contains(body.amount) else {
+            throw ProblemError.badRequest("'amount' must be an integer from 1 to 1000000000.", field: "amount")
+        }
+        let key = try InputRules.token(body.idempotencyKey, field: "idempotency_key")
+        do {
+            let balance = try await ledger.consume(userID: userID, currency: currency, amount: body.amount, idempotencyKey: key)
+            return .json(ConsumeResult(userID: userID, currency: currency, balance: balance))
+        } catch let short as InsufficientBalance {
+            throw ProblemError(status: 409, title: "Insufficient balance",
+                               detail: "The balance of \(currency) is \(short.balance), less than the \(short.requested) requested.",
+                               extra: ["balance": .int(short.balance)])
+        }
+    }
+
+    private struct OrderBody: Decodable {
+        var userID: String
+        var productID: String
+        enum CodingKeys: String, CodingKey { case userID = "user_id", productID = "product_id" }
+    }
+
+    private func createOrder(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let body = try request.decodeJSON(OrderBody.self)
+        let userID = try InputRules.userID(body.userID)
+        let productID = try InputRules.token(body.productID, field: "product_id", maxLength: 255)
+        guard try await catalog.current().product(productID) != nil else {
+            throw ProblemError(status: 422, detail: "The catalog has no product '\(productID)'.", extra: ["field": "product_id"])
+        }
+        return .json(try await orders.create(userID: userID, productID: productID), status: 201)
+    }
+
+    private func getOrder(_ request: HTTPRequest) async throws -> HTTPResponse {
+        _ = try keys.authorize(request, admin: false)
+        let id = try InputRules.uuid(request.pathParameters["order_id"] ?? "", field: "order_id")
+        guard let order = try await orders.find(id) else {
+            throw ProblemError(status: 404, detail: "No order has this order_id.")
+        }
+        return .json(order)
+    }
+}
