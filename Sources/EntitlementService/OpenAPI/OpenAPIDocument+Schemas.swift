@@ -105,7 +105,27 @@ extension OpenAPIDocument {
             "description": "Balance by consumable currency; a balance may be negative after a refund.",
             "additionalProperties": {"type": "integer"}
           }
-        }
+        },
+        "examples": [{
+          "user_id": "u1",
+          "as_of": "2026-11-22T01:20:00Z",
+          "entitlements": {
+            "premium": {
+              "active": true,
+              "source": "app_store",
+              "product_id": "com.example.premium.monthly",
+              "product_type": "auto_renewable",
+              "expires_at": "2026-12-22T01:20:00Z",
+              "environment": "Production",
+              "will_renew": true,
+              "in_grace_period": false,
+              "in_billing_retry": false,
+              "ownership": "purchased",
+              "original_transaction_id": "1000000123"
+            }
+          },
+          "consumables": {"coins": 100}
+        }]
       },
       "ReceiptRequest": {
         "type": "object",
@@ -114,7 +134,8 @@ extension OpenAPIDocument {
           "user_id": {"$ref": "#/components/schemas/UserIdentifier"},
           "receipt_data": {"type": "string", "minLength": 1, "contentEncoding": "base64", "description": "Base64 of the App Store receipt."},
           "order_id": {"type": "string", "format": "uuid", "description": "A server order from POST /v1/orders that this purchase carries."}
-        }
+        },
+        "examples": [{"user_id": "u1", "receipt_data": "MIIT0QYJKoZIhvcNAQcCoIITwjCCE74CAQExCzAJBgUrDgMCGgUA"}]
       },
       "ReceiptVerified": {
         "description": "Apple verified the receipt: the user's entitlements after it, and which submission and environment.",
@@ -200,7 +221,8 @@ extension OpenAPIDocument {
         "properties": {
           "amount": {"type": "integer", "format": "int64", "minimum": 1, "description": "How much to spend."},
           "idempotency_key": {"type": "string", "minLength": 1, "maxLength": 200, "description": "The same key twice spends once."}
-        }
+        },
+        "examples": [{"amount": 1, "idempotency_key": "spend-7f3a"}]
       },
       "ConsumeResponse": {
         "type": "object",
@@ -217,7 +239,8 @@ extension OpenAPIDocument {
         "properties": {
           "user_id": {"$ref": "#/components/schemas/UserIdentifier"},
           "product_id": {"$ref": "#/components/schemas/ProductIdentifier"}
-        }
+        },
+        "examples": [{"user_id": "u1", "product_id": "com.example.premium.monthly"}]
       },
       "Order": {
         "type": "object",
@@ -243,7 +266,8 @@ extension OpenAPIDocument {
           "expires_at": {"type": "string", "format": "date-time"},
           "duration": {"$ref": "#/components/schemas/ISODuration"},
           "reason": {"type": "string", "minLength": 1}
-        }
+        },
+        "examples": [{"entitlement": "premium", "duration": "P1M", "reason": "support ticket 4711"}]
       },
       "Grant": {
         "type": "object",
@@ -276,7 +300,8 @@ extension OpenAPIDocument {
           "price": {"type": ["string", "null"], "pattern": "^[0-9]+(\\.[0-9]+)?$", "description": "List price as a decimal string, for reports."},
           "price_currency": {"type": ["string", "null"], "pattern": "^[A-Z]{3}$", "description": "ISO 4217 currency of `price`."},
           "subscription_group": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
-        }
+        },
+        "examples": [{"type": "auto_renewable", "entitlements": ["premium"], "price": "4.99", "price_currency": "USD", "subscription_group": "premium"}]
       },
       "Product": {
         "allOf": [
