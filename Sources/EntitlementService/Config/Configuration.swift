@@ -38,7 +38,7 @@ public struct Configuration: Sendable {
 
     /// Reads and validates `environment`; throws the first problem found.
     public init(environment: [String: String]) throws(ConfigurationError) {
-        var reader = EnvironmentReader(environment: environment)
+        let reader = EnvironmentReader(environment: environment)
         listenAddress = reader.string("LISTEN_ADDR") ?? "127.0.0.1"
         port = try reader.int("PORT", default: 8080, in: 0...65535)
         databaseURL = reader.string("DATABASE_URL")
