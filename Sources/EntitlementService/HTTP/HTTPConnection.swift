@@ -1,0 +1,286 @@
+import CUV
+
+/// The I/O shell of one accepted TCP connection: reads into the parser, feeds the state machine, and carries
+/// out its actions with libuv (reads, writes, the timer, shutdown and close).
+///
+/// The uv handle's `data` holds a retained reference to this object from `start` until libuv's close
+/// callback, which releases it and frees the handle.
+@Loop
+final class HTTPConnection {
+    typealias Action = HTTPConnectionStateMachine.Action
+
+    private let handle: UnsafeMutablePointer<uv_tcp_t>
+    private let server: HTTPServer
+    private let configuration: HTTPServerConfiguration
+    private var machine: HTTPConnectionStateMachine
+    private let parser: HTTPRequestParser
+    private let timer = LoopTimer()
+
+    /// Actions waiting to be carried out; actions produced while carrying one out queue behind it.
+    private var actions: [Action] = []
+    private var executing = false
+    /// Received bytes not parsed yet because the machine paused reading.
+    private var buffered: [UInt8] = []
+    private var drainNeeded = false
+    private var parsing = false
+    private var reading = false
+    private var discarding = false
+    private var closed = false
+
+    /// Takes over `handle`, an initialized and accepted uv TCP handle.
+    init(handle: UnsafeMutablePointer<uv_tcp_t>, server: HTTPServer, configuration: HTTPServerConfiguration) {
+        self.handle = handle
+        self.server = server
+        self.configuration = configuration
+        machine = HTTPConnectionStateMachine(configuration: .init(
+            maxBodyBytes: configuration.maxBodyBytes, maxPendingRequests: configuration.maxPendingRequests))
+        parser = HTTPRequestParser(limits: .init(maxHeaderBytes: configuration.maxHeaderBytes, maxHeaders: configuration.maxHeaders))
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+    }
+
+    /// Begins serving.
+    func start() {
+        run(machine.connected())
+    }
+
+    /// Answers 503 at once and closes politely (the server is at its connection limit).
+    func refuse() {
+        run(machine.refused(requestID: RequestID.generate()))
+    }
+
+    /// Graceful shutdown: finish what was received, then close.
+    func shutdown() {
+        run(machine.shutdownRequested())
+    }
+
+    // MARK: - Carrying out actions
+
+    private func run(_ newActions: [Action]) {
+        actions.append(contentsOf: newActions)
+        guard !executing else { return }
+        executing = true
+        var index = 0
+        while index < actions.count {
+            let action = actions[index]
+            index += 1
+            if !closed { execute(action) }
+        }
+        actions.removeAll(keepingCapacity: true)
+        executing = false
+        if drainNeeded {
+            drainNeeded = false
+            drainBuffered()
+        }
+    }
+
+    private func execute(_ action: Action) {
+        switch action {
+        case .startReading:
+            parsing = true
+            startUVRead()
+            drainNeeded = !buffered.isEmpty
+        case .stopReading:
+            parsing = false
+            if reading {
+                uv_read_stop(cuv_stream(handle))
+                reading = false
+            }
+        case .startHandler(let request, _):
+            startHandler(request)
+        case .write(let response, let context):
+            write(HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now()))
+        case .reject(let problem, let context):
+            server.metrics.recordRequest(route: HTTPServer.rejectedRoute, method: context.method, status: problem.status, durationSeconds: nil)
+            Log.info("http_request", [
+                "request_id": context.requestID, "method": context.method, "route": HTTPServer.rejectedRoute,
+                "status": problem.status, "detail": problem.detail,
+            ])
+            write(HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now()))
+        case .writeContinue:
+            write(HTTPResponseSerializer.continueResponse)
+        case .armTimer(let kind):
+            let milliseconds = switch kind {
+            case .request: configuration.headerTimeoutMs
+            case .idle: configuration.idleTimeoutMs
+            case .linger: configuration.lingerTimeoutMs
+            }
+            timer.start(after: UInt64(max(0, milliseconds))) { [weak self] in
+                guard let self else { return }
+                run(machine.timerFired(requestID: RequestID.generate()))
+            }
+        case .cancelTimer:
+            timer.stop()
+        case .shutdownAndLinger:
+            parsing = false
+            discarding = true
+            buffered = []
+            startUVRead()
+            let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
+            if uv_shutdown(request, cuv_stream(handle), { request, _ in request?.deallocate() }) != 0 {
+                request.deallocate()
+                run(machine.ioFailed())
+            }
+        case .close:
+            close()
+        }
+    }
+
+    private func startHandler(_ request: HTTPRequest) {
+        let started = uv_hrtime()
+        let router = server.router
+        let metrics = server.metrics
+        Task { @Loop in
+            let (response, route) = await router.respond(to: request)
+            let nanoseconds = uv_hrtime() - started
+            metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
+            Log.info("http_request", [
+                "request_id": request.requestID, "method": request.method, "route": route,
+                "status": response.status, "duration_ms": Self.milliseconds(nanoseconds),
+            ])
+            self.run(self.machine.handlerFinished(response))
+        }
+    }
+
+    /// `12.345` style milliseconds.
+    private static func milliseconds(_ nanoseconds: UInt64) -> String {
+        let micros = nanoseconds / 1_000
+        let fraction = String(micros % 1_000)
+        return "\(micros / 1_000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
+
+    // MARK: - Reading
+
+    private func startUVRead() {
+        guard !reading else { return }
+        let status = uv_read_start(cuv_stream(handle), { _, _, buffer in
+            buffer?.pointee = uv_buf_init(HTTPConnection.readBuffer, UInt32(HTTPConnection.readBufferSize))
+        }, { stream, count, buffer in
+            guard let stream, let data = stream.pointee.data else { return }
+            let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
+            let base = UnsafeRawPointer(buffer?.pointee.base)
+            Loop.assumeIsolated { connection.didRead(count, base) }
+        })
+        if status == 0 {
+            reading = true
+        } else {
+            run(machine.ioFailed())
+        }
+    }
+
+    private func didRead(_ count: Int, _ base: UnsafeRawPointer?) {
+        guard !closed else { return }
+        if count > 0, let base {
+            guard !discarding else { return }
+            let bytes = UnsafeRawBufferPointer(start: base, count: count)
+            if parsing && buffered.isEmpty {
+                feed(bytes)
+            } else {
+                buffered.append(contentsOf: bytes)
+                if parsing { drainBuffered() }
+            }
+        } else if count == Int(UV_EOF.rawValue) {
+            run(machine.peerEnded())
+        } else if count < 0 {
+            run(machine.ioFailed())
+        }
+    }
+
+    /// Parses `bytes` request by request while the machine wants input; keeps the rest for later.
+    private func feed(_ bytes: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < bytes.count && parsing && !closed {
+            let (consumed, events) = parser.parse(UnsafeRawBufferPointer(rebasing: bytes[offset...]))
+            offset += consumed
+            for event in events {
+                deliver(event)
+            }
+            if consumed == 0 && events.isEmpty { break }
+        }
+        if offset < bytes.count && !discarding && !closed {
+            buffered.append(contentsOf: bytes[offset...])
+        }
+    }
+
+    private func drainBuffered() {
+        guard parsing, !buffered.isEmpty else { return }
+        let pending = buffered
+        buffered = []
+        pending.withUnsafeBytes { feed($0) }
+    }
+
+    private func deliver(_ event: HTTPParserEvent) {
+        switch event {
+        case .messageBegin: run(machine.messageBegin())
+        case .head(let head): run(machine.receivedHead(head))
+        case .body(let bytes): run(machine.receivedBody(bytes))
+        case .end: run(machine.receivedEnd())
+        case .failure(let failure, let requestID, let method): run(machine.parseFailed(failure, requestID: requestID, method: method))
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Writes `bytes`: straight to the socket when it takes them all, else through `uv_write` with a copy
+    /// of the rest that lives until the write callback.
+    private func write(_ bytes: [UInt8]) {
+        let written = bytes.withUnsafeBytes { raw -> Int32 in
+            var buffer = uv_buf_init(UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
+            return uv_try_write(cuv_stream(handle), &buffer, 1)
+        }
+        if Int(written) == bytes.count {
+            run(machine.writeCompleted())
+            return
+        }
+        guard written >= 0 || written == UV_EAGAIN.rawValue else {
+            run(machine.ioFailed())
+            return
+        }
+        let rest = bytes.count - Int(max(written, 0))
+        let copy = UnsafeMutableRawPointer.allocate(byteCount: rest, alignment: 1)
+        bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress! + Int(max(written, 0)), byteCount: rest) }
+        let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
+        request.pointee.data = copy
+        var buffer = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(rest))
+        let status = uv_write(request, cuv_stream(handle), &buffer, 1) { request, status in
+            guard let request else { return }
+            request.pointee.data.deallocate()
+            let data = request.pointee.handle.pointee.data
+            request.deallocate()
+            guard let data else { return }
+            let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
+            Loop.assumeIsolated { connection.didWrite(status) }
+        }
+        if status != 0 {
+            copy.deallocate()
+            request.deallocate()
+            run(machine.ioFailed())
+        }
+    }
+
+    private func didWrite(_ status: Int32) {
+        run(status == 0 ? machine.writeCompleted() : machine.ioFailed())
+    }
+
+    // MARK: - Closing
+
+    private func close() {
+        guard !closed else { return }
+        closed = true
+        parsing = false
+        buffered = []
+        timer.close()
+        uv_close(cuv_handle(handle)) { handle in
+            guard let handle else { return }
+            let connection = Unmanaged<HTTPConnection>.fromOpaque(handle.pointee.data).takeRetainedValue()
+            handle.deallocate()
+            Loop.assumeIsolated { connection.server.connectionClosed(connection) }
+        }
+    }
+
+    // MARK: - Shared read buffer
+
+    nonisolated private static let readBufferSize = 64 << 10
+    /// One buffer serves every connection's reads: the loop hands it to one read callback at a time, and
+    /// the callback parses or copies what it got before returning.
+    nonisolated(unsafe) private static let readBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: readBufferSize)
+}

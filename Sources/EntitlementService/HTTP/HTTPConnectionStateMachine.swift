@@ -1,0 +1,369 @@
+/// The HTTP/1.1 protocol logic of one server connection, free of I/O: events in, actions out.
+///
+/// The connection shell feeds it what happened (parser events, handler results, write completions, timer
+/// expiries, end of input) and carries out the actions it returns, in order. Requests are answered strictly
+/// in the order they arrived, one handler at a time; later pipelined requests are parsed ahead but only up to
+/// `maxPendingRequests`, after which reading stops until the backlog shrinks.
+///
+/// Ending a connection: after `Connection: close`, a rejected request, a timeout or a graceful shutdown the
+/// machine stops reading, answers what it already holds, then shuts down its sending side and keeps
+/// discarding input for a while ("lingering close") so the peer reads the last answer instead of a reset.
+struct HTTPConnectionStateMachine {
+    struct Configuration: Equatable {
+        /// Largest accepted request body.
+        var maxBodyBytes: Int
+        /// Requests received, running or being written before reading pauses.
+        var maxPendingRequests: Int
+    }
+
+    /// The connection's single timer.
+    enum TimerKind: Equatable {
+        /// A request (or the first one on a new connection) must arrive completely: the head within the
+        /// header timeout of its start, then each piece of the body within that timeout of the previous one.
+        case request
+        /// Keep-alive: nothing is happening; the client may send another request.
+        case idle
+        /// The last answer is out; waiting for the peer to close.
+        case linger
+    }
+
+    /// How to frame one response: the request it answers and whether the connection stays open after it.
+    struct ResponseContext: Equatable, Sendable {
+        var requestID: String
+        /// The request's method, `-` when the request was unreadable before its method.
+        var method: String
+        var version: HTTPVersion
+        var keepAlive: Bool
+    }
+
+    enum Action: Equatable {
+        /// Read from the socket and parse: first any bytes already buffered, then new ones.
+        case startReading
+        /// Stop reading; stop parsing after the current request.
+        case stopReading
+        /// Run the route handler; report its response with `handlerFinished`.
+        case startHandler(HTTPRequest, ResponseContext)
+        /// Serialize and write a handler's response; report completion with `writeCompleted`.
+        case write(HTTPResponse, ResponseContext)
+        /// Write the problem as the connection's last response; report completion with `writeCompleted`.
+        case reject(ProblemError, ResponseContext)
+        /// Write `100 Continue`; report completion with `writeCompleted`.
+        case writeContinue
+        /// (Re)start the timer.
+        case armTimer(TimerKind)
+        case cancelTimer
+        /// Send FIN, then read and drop whatever arrives until the peer closes or the linger timer fires.
+        case shutdownAndLinger
+        /// Close the socket now.
+        case close
+    }
+
+    private enum Input {
+        /// Between requests.
+        case idle
+        /// A request began; its head is incomplete.
+        case head
+        /// Reading the body of this head.
+        case body(HTTPRequestHead, [UInt8])
+        /// No more requests are taken on this connection.
+        case ignoring
+    }
+
+    private enum Work {
+        case request(HTTPRequest, ResponseContext)
+        case rejection(ProblemError, ResponseContext)
+    }
+
+    private enum Lifecycle {
+        case open
+        /// Taking no new requests; closing once everything held is answered.
+        case closing
+        case lingering
+        case closed
+    }
+
+    private let configuration: Configuration
+    private var input = Input.idle
+    private var lifecycle = Lifecycle.open
+    private var queue: [Work] = []
+    private var running: ResponseContext?
+    private var writesInFlight = 0
+    private var readingStopped = true
+    private var timer: TimerKind?
+    private var anyRequestBegun = false
+    private var peerClosed = false
+
+    init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: - Events
+
+    /// A new connection was accepted and may be served.
+    mutating func connected() -> [Action] {
+        var actions: [Action] = []
+        setReading(true, &actions)
+        updateTimer(&actions)
+        return actions
+    }
+
+    /// A new connection was accepted over the connection limit: answer 503 and close politely.
+    mutating func refused(requestID: String) -> [Action] {
+        var actions: [Action] = []
+        let problem = ProblemError(status: 503, detail: "The server is at its connection limit; retry shortly.")
+        reject(problem, ResponseContext(requestID: requestID, method: "-", version: .http1_1, keepAlive: false), &actions)
+        return actions
+    }
+
+    /// The first byte of a request arrived.
+    mutating func messageBegin() -> [Action] {
+        guard lifecycle == .open, case .idle = input else { return [] }
+        input = .head
+        anyRequestBegun = true
+        var actions: [Action] = []
+        updateTimer(&actions)
+        return actions
+    }
+
+    /// The request's head is complete.
+    mutating func receivedHead(_ head: HTTPRequestHead) -> [Action] {
+        guard lifecycle == .open, case .head = input else { return [] }
+        var actions: [Action] = []
+        if let length = head.contentLength, length > configuration.maxBodyBytes {
+            reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
+            return actions
+        }
+        input = .body(head, [])
+        if head.expectsContinue && queue.isEmpty && running == nil {
+            writesInFlight += 1
+            actions.append(.writeContinue)
+        }
+        return actions
+    }
+
+    /// A piece of the body arrived.
+    mutating func receivedBody(_ bytes: [UInt8]) -> [Action] {
+        guard lifecycle == .open, case .body(let head, var body) = input else { return [] }
+        input = .ignoring  // drop the enum's reference so the append below does not copy the body
+        var actions: [Action] = []
+        guard body.count + bytes.count <= configuration.maxBodyBytes else {
+            reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
+            return actions
+        }
+        body.append(contentsOf: bytes)
+        input = .body(head, body)
+        actions.append(.armTimer(.request))
+        return actions
+    }
+
+    /// The request is complete.
+    mutating func receivedEnd() -> [Action] {
+        guard lifecycle == .open, case .body(let head, let body) = input else { return [] }
+        input = .idle
+        var actions: [Action] = []
+        queue.append(.request(HTTPRequest(head: head, body: body), Self.context(head)))
+        if !head.keepAlive {
+            beginClosing(&actions)
+        }
+        advance(&actions)
+        return actions
+    }
+
+    /// The input is not an acceptable request.
+    mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?) -> [Action] {
+        guard lifecycle == .open else { return [] }
+        var actions: [Action] = []
+        let version: HTTPVersion
+        if case .body(let head, _) = input { version = head.version } else { version = .http1_1 }
+        reject(failure.problem, ResponseContext(requestID: requestID, method: method ?? "-", version: version, keepAlive: false), &actions)
+        return actions
+    }
+
+    /// The handler of the running request answered.
+    mutating func handlerFinished(_ response: HTTPResponse) -> [Action] {
+        guard lifecycle == .open || lifecycle == .closing, var context = running else { return [] }
+        running = nil
+        var actions: [Action] = []
+        context.keepAlive = context.keepAlive && (lifecycle == .open || !queue.isEmpty)
+        writesInFlight += 1
+        actions.append(.write(response, context))
+        advance(&actions)
+        return actions
+    }
+
+    /// A write issued by `write`, `reject` or `writeContinue` finished.
+    mutating func writeCompleted() -> [Action] {
+        guard lifecycle != .closed else { return [] }
+        writesInFlight -= 1
+        var actions: [Action] = []
+        if lifecycle == .lingering { return actions }
+        applyBackpressure(&actions)
+        finishIfDone(&actions)
+        updateTimer(&actions)
+        return actions
+    }
+
+    /// The timer fired. `requestID` names the 408 answer if a stalled request gets one.
+    mutating func timerFired(requestID: String) -> [Action] {
+        guard let kind = timer else { return [] }
+        timer = nil
+        var actions: [Action] = []
+        switch kind {
+        case .request:
+            switch input {
+            case .head, .body:
+                let context: ResponseContext
+                if case .body(let head, _) = input {
+                    context = Self.context(head)
+                } else {
+                    context = ResponseContext(requestID: requestID, method: "-", version: .http1_1, keepAlive: false)
+                }
+                reject(ProblemError(status: 408, detail: "The request was not received in time."), context, &actions)
+            case .idle where !anyRequestBegun:
+                closeNow(&actions)
+            default:
+                updateTimer(&actions)
+            }
+        case .idle:
+            closeNow(&actions)
+        case .linger:
+            closeNow(&actions)
+        }
+        return actions
+    }
+
+    /// The peer ended its side of the connection (EOF). Complete requests are still answered.
+    mutating func peerEnded() -> [Action] {
+        peerClosed = true
+        var actions: [Action] = []
+        switch lifecycle {
+        case .closed:
+            break
+        case .lingering:
+            closeNow(&actions)
+        case .open, .closing:
+            beginClosing(&actions)
+            finishIfDone(&actions)
+            updateTimer(&actions)
+        }
+        return actions
+    }
+
+    /// Reading or writing failed (reset, broken pipe): nothing more can be delivered.
+    mutating func ioFailed() -> [Action] {
+        guard lifecycle != .closed else { return [] }
+        var actions: [Action] = []
+        closeNow(&actions)
+        return actions
+    }
+
+    /// The server shuts down: finish the requests already received, then close; close at once when idle.
+    mutating func shutdownRequested() -> [Action] {
+        guard lifecycle == .open else { return [] }
+        var actions: [Action] = []
+        let idle: Bool
+        if case .idle = input { idle = queue.isEmpty && running == nil && writesInFlight == 0 } else { idle = false }
+        if idle {
+            closeNow(&actions)
+            return actions
+        }
+        beginClosing(&actions)
+        finishIfDone(&actions)
+        updateTimer(&actions)
+        return actions
+    }
+
+    // MARK: - Internals
+
+    private static func context(_ head: HTTPRequestHead) -> ResponseContext {
+        ResponseContext(requestID: head.requestID, method: head.method, version: head.version, keepAlive: head.keepAlive)
+    }
+
+    private static func bodyTooLarge(_ limit: Int) -> ProblemError {
+        ProblemError(status: 413, detail: "The request body exceeds the limit of \(limit) bytes.")
+    }
+
+    /// Queues `problem` as the connection's last answer and stops taking requests.
+    private mutating func reject(_ problem: ProblemError, _ context: ResponseContext, _ actions: inout [Action]) {
+        beginClosing(&actions)
+        queue.append(.rejection(problem, context))
+        advance(&actions)
+    }
+
+    private mutating func beginClosing(_ actions: inout [Action]) {
+        if lifecycle == .open { lifecycle = .closing }
+        input = .ignoring
+        setReading(false, &actions)
+    }
+
+    /// Starts the next queued request when none runs, then settles reading, closing and the timer.
+    private mutating func advance(_ actions: inout [Action]) {
+        if running == nil, !queue.isEmpty {
+            switch queue.removeFirst() {
+            case .request(let request, let context):
+                running = context
+                actions.append(.startHandler(request, context))
+            case .rejection(let problem, var context):
+                context.keepAlive = false
+                writesInFlight += 1
+                actions.append(.reject(problem, context))
+            }
+        }
+        applyBackpressure(&actions)
+        finishIfDone(&actions)
+        updateTimer(&actions)
+    }
+
+    private mutating func applyBackpressure(_ actions: inout [Action]) {
+        guard lifecycle == .open else { return }
+        let backlog = queue.count + (running == nil ? 0 : 1) + writesInFlight
+        setReading(backlog < configuration.maxPendingRequests, &actions)
+    }
+
+    private mutating func setReading(_ reading: Bool, _ actions: inout [Action]) {
+        guard readingStopped == reading else { return }
+        readingStopped = !reading
+        actions.append(reading ? .startReading : .stopReading)
+    }
+
+    /// When closing and everything is answered: close (the peer already left) or linger.
+    private mutating func finishIfDone(_ actions: inout [Action]) {
+        guard lifecycle == .closing, running == nil, queue.isEmpty, writesInFlight == 0 else { return }
+        if peerClosed {
+            closeNow(&actions)
+        } else {
+            lifecycle = .lingering
+            actions.append(.shutdownAndLinger)
+        }
+    }
+
+    private mutating func closeNow(_ actions: inout [Action]) {
+        lifecycle = .closed
+        input = .ignoring
+        queue.removeAll()
+        timer = nil
+        actions.append(.close)
+    }
+
+    /// Arms the timer the current state calls for, or cancels it.
+    private mutating func updateTimer(_ actions: inout [Action]) {
+        let desired: TimerKind?
+        switch (lifecycle, input) {
+        case (.closed, _):
+            return
+        case (.lingering, _):
+            desired = .linger
+        case (_, .head), (_, .body):
+            desired = .request
+        case _ where running != nil || !queue.isEmpty:
+            desired = nil
+        case (.open, .idle):
+            desired = anyRequestBegun || writesInFlight > 0 ? .idle : .request
+        default:
+            desired = writesInFlight > 0 ? .idle : nil
+        }
+        guard desired != timer else { return }
+        timer = desired
+        actions.append(desired.map { .armTimer($0) } ?? .cancelTimer)
+    }
+}

@@ -1,0 +1,256 @@
+import CUV
+
+/// What the parser found in the bytes it was given, in order.
+enum HTTPParserEvent: Sendable, Equatable {
+    /// The first byte of a new request arrived.
+    case messageBegin
+    /// The request line and headers are complete.
+    case head(HTTPRequestHead)
+    /// A piece of the body (already de-chunked).
+    case body([UInt8])
+    /// The request is complete.
+    case end
+    /// The bytes are not an acceptable request; nothing more will be parsed.
+    case failure(HTTPParseFailure, requestID: String, method: String?)
+}
+
+/// Header limits the parser enforces while reading a request head.
+struct HTTPParserLimits: Sendable, Equatable {
+    var maxHeaderBytes: Int
+    var maxHeaders: Int
+}
+
+/// Request parsing with nodejs http-parser: bytes in, `HTTPParserEvent`s out.
+///
+/// The parser stops after each complete request, so the caller decides whether to go on (pipelined
+/// requests wait in the caller's buffer while the connection applies back-pressure). The C callbacks find
+/// this object through the `http_parser`'s `data` pointer (unretained: the object owns the parser memory).
+final class HTTPRequestParser {
+    private let parser: UnsafeMutablePointer<http_parser>
+    private let limits: HTTPParserLimits
+    private var events: [HTTPParserEvent] = []
+    private var failed = false
+
+    // The request being read.
+    private var url: [UInt8] = []
+    private var field: [UInt8] = []
+    private var value: [UInt8] = []
+    private var headers = HTTPHeaders()
+    private var inValue = false
+    private var headComplete = false
+    private var headerBytes = 0
+    private var method: String?
+    private var requestID: String?
+    private var failure: HTTPParseFailure?
+
+    init(limits: HTTPParserLimits) {
+        self.limits = limits
+        parser = .allocate(capacity: 1)
+        http_parser_init(parser, HTTP_REQUEST)
+        parser.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        parser.deallocate()
+    }
+
+    /// Parses as much of `bytes` as belongs to the current request (stopping after its end) and returns how
+    /// many bytes were used with what they held. After a `.failure` every later call consumes and reports nothing.
+    func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, events: [HTTPParserEvent]) {
+        guard !failed, !bytes.isEmpty else { return (failed ? bytes.count : 0, []) }
+        events.removeAll(keepingCapacity: true)
+        let consumed = withUnsafePointer(to: &Self.settings) { settings in
+            http_parser_execute(parser, settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
+        let code = http_errno(rawValue: parser.pointee.http_errno)
+        if code == HPE_PAUSED {
+            http_parser_pause(parser, 0)
+        } else if code != HPE_OK || (parser.pointee.upgrade != 0 && !events.contains(.end)) {
+            fail(failure ?? Self.failure(for: code))
+            return (bytes.count, events)
+        }
+        return (consumed, events)
+    }
+
+    /// Convenience for callers holding an array.
+    func parse(_ bytes: [UInt8]) -> (consumed: Int, events: [HTTPParserEvent]) {
+        bytes.withUnsafeBytes { parse($0) }
+    }
+
+    private func fail(_ failure: HTTPParseFailure) {
+        failed = true
+        let id = requestID ?? RequestID.accept(inValue ? nil : headers["X-Request-Id"])
+        events.append(.failure(failure, requestID: id, method: method))
+    }
+
+    private static func failure(for code: http_errno) -> HTTPParseFailure {
+        switch code {
+        case HPE_HEADER_OVERFLOW: return .headersTooLarge
+        case HPE_UNEXPECTED_CONTENT_LENGTH, HPE_INVALID_TRANSFER_ENCODING: return .conflictingFraming
+        default: return .malformed(String(cString: http_errno_description(code)))
+        }
+    }
+
+    // MARK: - Callbacks
+
+    private func messageBegin() -> Int32 {
+        url.removeAll(keepingCapacity: true)
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        headers = HTTPHeaders()
+        inValue = false
+        headComplete = false
+        headerBytes = 0
+        method = nil
+        requestID = nil
+        events.append(.messageBegin)
+        return 0
+    }
+
+    private func appendURL(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        if method == nil {
+            method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
+        }
+        guard countHeaderBytes(bytes.count) else { return 1 }
+        if url.count + bytes.count > limits.maxHeaderBytes {
+            failure = .uriTooLong
+            return 1
+        }
+        url.append(contentsOf: bytes)
+        return 0
+    }
+
+    private func appendField(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard countHeaderBytes(bytes.count) else { return 1 }
+        if headComplete { return 0 }  // trailer fields of a chunked body are read and dropped
+        if inValue {
+            commitField()
+        }
+        if field.isEmpty && headers.count >= limits.maxHeaders {
+            failure = .tooManyHeaders
+            return 1
+        }
+        field.append(contentsOf: bytes)
+        return 0
+    }
+
+    private func appendValue(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        guard countHeaderBytes(bytes.count) else { return 1 }
+        if headComplete { return 0 }
+        inValue = true
+        value.append(contentsOf: bytes)
+        return 0
+    }
+
+    /// Adds to the head's size (four bytes per field for the separator and line end); false past the limit.
+    private func countHeaderBytes(_ count: Int) -> Bool {
+        headerBytes += count + (inValue ? 0 : 2)
+        if headerBytes > limits.maxHeaderBytes {
+            failure = failure ?? .headersTooLarge
+            return false
+        }
+        return true
+    }
+
+    private func commitField() {
+        var end = value.count
+        while end > 0, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
+        headers.add(String(decoding: field, as: UTF8.self), String(decoding: value[..<end], as: UTF8.self))
+        field.removeAll(keepingCapacity: true)
+        value.removeAll(keepingCapacity: true)
+        inValue = false
+    }
+
+    private func headersComplete() -> Int32 {
+        if inValue || !field.isEmpty { commitField() }
+        headComplete = true
+        requestID = RequestID.accept(headers["X-Request-Id"])
+        if headers.contains("Content-Length") && headers.contains("Transfer-Encoding") {
+            failure = .conflictingFraming
+            return -1
+        }
+        guard let target = splitTarget() else {
+            failure = .malformed("invalid request target")
+            return -1
+        }
+        guard let query = PercentDecoding.decodeQuery(target.query) else {
+            failure = .malformed("invalid percent-encoding in the query")
+            return -1
+        }
+        let version = HTTPVersion(major: Int(parser.pointee.http_major), minor: Int(parser.pointee.http_minor))
+        let flags = parser.pointee.flags
+        let head = HTTPRequestHead(
+            method: method ?? "GET",
+            path: target.path,
+            rawQuery: target.query,
+            query: query,
+            headers: headers,
+            version: version,
+            keepAlive: http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0,
+            expectsContinue: version == .http1_1 && headers["Expect"]?.lowercased() == "100-continue",
+            contentLength: flags & UInt32(F_CONTENTLENGTH.rawValue) != 0 ? Int(clamping: parser.pointee.content_length) : nil,
+            requestID: requestID!)
+        events.append(.head(head))
+        return 0
+    }
+
+    /// The path and raw query of the request target (origin form, or absolute form from a proxy).
+    private func splitTarget() -> (path: String, query: String)? {
+        if url == Array("*".utf8) { return ("*", "") }
+        var parts = http_parser_url()
+        http_parser_url_init(&parts)
+        let isConnect: Int32 = parser.pointee.method == HTTP_CONNECT.rawValue ? 1 : 0
+        let status = url.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { http_parser_parse_url($0.baseAddress, $0.count, isConnect, &parts) }
+        }
+        guard status == 0 else { return nil }
+        func field(_ which: http_parser_url_fields) -> String {
+            guard parts.field_set & (1 << UInt16(which.rawValue)) != 0 else { return "" }
+            // `field_data` is an array of anonymous structs Swift does not import: read its (offset, length)
+            // pairs of UInt16 from the struct's bytes, which follow `field_set` and `port`.
+            let range = withUnsafeBytes(of: parts) { raw -> Range<Int> in
+                let base = 4 + 4 * Int(which.rawValue)
+                let offset = Int(raw.loadUnaligned(fromByteOffset: base, as: UInt16.self))
+                let length = Int(raw.loadUnaligned(fromByteOffset: base + 2, as: UInt16.self))
+                return offset..<offset + length
+            }
+            return String(decoding: url[range], as: UTF8.self)
+        }
+        let path = field(UF_PATH)
+        return (path.isEmpty ? "/" : path, field(UF_QUERY))
+    }
+
+    private func body(_ bytes: UnsafeRawBufferPointer) -> Int32 {
+        events.append(.body(Array(bytes)))
+        return 0
+    }
+
+    private func messageComplete() -> Int32 {
+        events.append(.end)
+        http_parser_pause(parser, 1)
+        return 0
+    }
+
+    // MARK: - C glue
+
+    private static func instance(_ parser: UnsafeMutablePointer<http_parser>?) -> HTTPRequestParser {
+        Unmanaged<HTTPRequestParser>.fromOpaque(parser!.pointee.data).takeUnretainedValue()
+    }
+
+    private static func buffer(_ at: UnsafePointer<CChar>?, _ length: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(start: at, count: length)
+    }
+
+    nonisolated(unsafe) private static var settings: http_parser_settings = {
+        var settings = http_parser_settings()
+        http_parser_settings_init(&settings)
+        settings.on_message_begin = { instance($0).messageBegin() }
+        settings.on_url = { instance($0).appendURL(buffer($1, $2)) }
+        settings.on_header_field = { instance($0).appendField(buffer($1, $2)) }
+        settings.on_header_value = { instance($0).appendValue(buffer($1, $2)) }
+        settings.on_headers_complete = { instance($0).headersComplete() }
+        settings.on_body = { instance($0).body(buffer($1, $2)) }
+        settings.on_message_complete = { instance($0).messageComplete() }
+        return settings
+    }()
+}

@@ -1,0 +1,53 @@
+/// Turns a handler's response into HTTP/1.1 bytes with the server's framing headers.
+enum HTTPResponseSerializer {
+    /// Header names the server owns; a handler's values for them are dropped.
+    private static let framingHeaders = ["Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Date", "X-Request-Id"]
+
+    /// The full response: status line, the handler's headers (sanitized), then `X-Request-Id`,
+    /// `Content-Length` (not for 1xx, 204, 304), `Date` and `Connection` when needed. `HEAD` answers carry
+    /// the length of the body they leave out.
+    static func serialize(_ response: HTTPResponse, context: HTTPConnectionStateMachine.ResponseContext, date: String) -> [UInt8] {
+        let status = (100...999).contains(response.status) ? response.status : 500
+        let bodyless = status < 200 || status == 204 || status == 304
+        var head = "HTTP/1.1 \(status) \(HTTPStatus.reasonPhrase(status))\r\n"
+        for (name, value) in response.headers where isToken(name) && !framingHeaders.contains(where: { HTTPHeaders.sameName($0, name) }) {
+            head += name + ": " + sanitize(value) + "\r\n"
+        }
+        head += "X-Request-Id: " + context.requestID + "\r\n"
+        if !bodyless {
+            head += "Content-Length: \(response.body.count)\r\n"
+        }
+        head += "Date: " + date + "\r\n"
+        if !context.keepAlive {
+            head += "Connection: close\r\n"
+        } else if context.version == .http1_0 {
+            head += "Connection: keep-alive\r\n"
+        }
+        head += "\r\n"
+        var bytes = Array(head.utf8)
+        if !bodyless && context.method != "HEAD" {
+            bytes.append(contentsOf: response.body)
+        }
+        return bytes
+    }
+
+    /// The interim answer to `Expect: 100-continue`.
+    static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+
+    private static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                true
+            default:
+                "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
+        }
+    }
+
+    /// Replaces CR, LF and NUL so a value can never end the header line early.
+    private static func sanitize(_ value: String) -> String {
+        guard value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else { return value }
+        return String(value.map { $0 == "\r" || $0 == "\n" || $0 == "\0" || $0 == "\r\n" ? " " : $0 })
+    }
+}

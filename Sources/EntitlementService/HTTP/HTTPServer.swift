@@ -1,0 +1,122 @@
+import CUV
+
+/// The HTTP/1.1 server: a listening uv TCP socket and the connections it accepts, all on the loop.
+///
+/// Each request is answered by the router's handler; every answer is counted in `metrics` and logged once
+/// (`http_request`: request id, method, route, status, duration). `shutdown()` stops accepting, lets the
+/// requests already received finish and their answers go out, closes idle connections, then returns.
+@Loop
+public final class HTTPServer {
+    /// The route label of requests rejected before routing (unreadable, too large, too slow, refused).
+    public static let rejectedRoute = "rejected"
+    /// Refused connections (503 answered, lingering) kept at once beyond `maxConnections`; more are dropped.
+    static let maxRefusedConnections = 64
+
+    public let configuration: HTTPServerConfiguration
+    let router: Router
+    let metrics: Metrics
+    private var listener: UnsafeMutablePointer<uv_tcp_t>?
+    private var connections: [ObjectIdentifier: HTTPConnection] = [:]
+    private var refused: Set<ObjectIdentifier> = []
+    private var shuttingDown = false
+    private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
+
+    public init(configuration: HTTPServerConfiguration, router: Router, metrics: Metrics = .shared) {
+        self.configuration = configuration
+        self.router = router
+        self.metrics = metrics
+    }
+
+    /// Binds and listens; returns the bound port (the chosen one when the configuration says 0).
+    public func start() throws -> Int {
+        precondition(listener == nil && !shuttingDown, "HTTPServer.start called twice")
+        let fd = try ListeningSocket.bind(host: configuration.host, port: configuration.port, reusePort: configuration.reusePort)
+        let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        uv_tcp_init(EventLoop.shared.uv, handle)
+        var status = uv_tcp_open(handle, uv_os_sock_t(fd))
+        if status == 0 {
+            status = uv_listen(cuv_stream(handle), Int32(clamping: configuration.backlog)) { stream, status in
+                guard let data = stream?.pointee.data else { return }
+                let server = Unmanaged<HTTPServer>.fromOpaque(data).takeUnretainedValue()
+                Loop.assumeIsolated { server.accept(status) }
+            }
+        }
+        guard status == 0 else {
+            uv_close(cuv_handle(handle)) { $0?.deallocate() }
+            throw HTTPServerError(description: "listen on \(configuration.host):\(configuration.port) failed: \(String(cString: uv_strerror(status)))")
+        }
+        handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
+        listener = handle
+        let port = ListeningSocket.localPort(handle) ?? configuration.port
+        metrics.gauge("http_connections_open", "Client connections open, refused ones included.") { [weak self] in
+            Double(self?.connections.count ?? 0)
+        }
+        Log.info("http_listening", ["host": configuration.host, "port": port])
+        return port
+    }
+
+    /// Stops accepting, finishes in-flight requests and closes every connection; returns when all are closed.
+    public func shutdown() async {
+        if !shuttingDown {
+            shuttingDown = true
+            if let listener {
+                uv_close(cuv_handle(listener)) { handle in
+                    guard let handle else { return }
+                    let server = Unmanaged<HTTPServer>.fromOpaque(handle.pointee.data).takeRetainedValue()
+                    handle.deallocate()
+                    Loop.assumeIsolated { server.listenerClosed() }
+                }
+            }
+            for connection in Array(connections.values) {
+                connection.shutdown()
+            }
+        }
+        guard listener != nil || !connections.isEmpty else { return }
+        await withCheckedContinuation { shutdownWaiters.append($0) }
+    }
+
+    private func accept(_ status: Int32) {
+        guard status == 0, let listener, !shuttingDown else {
+            if status != 0 { Log.warning("http_accept_failed", ["error": String(cString: uv_strerror(status))]) }
+            return
+        }
+        let client = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
+        uv_tcp_init(EventLoop.shared.uv, client)
+        let serving = connections.count - refused.count
+        guard uv_accept(cuv_stream(listener), cuv_stream(client)) == 0,
+              serving < configuration.maxConnections || refused.count < Self.maxRefusedConnections else {
+            uv_close(cuv_handle(client)) { $0?.deallocate() }
+            return
+        }
+        uv_tcp_nodelay(client, 1)
+        let connection = HTTPConnection(handle: client, server: self, configuration: configuration)
+        let id = ObjectIdentifier(connection)
+        connections[id] = connection
+        if serving < configuration.maxConnections {
+            connection.start()
+        } else {
+            refused.insert(id)
+            Log.warning("http_connection_refused", ["open": serving, "limit": configuration.maxConnections])
+            connection.refuse()
+        }
+    }
+
+    func connectionClosed(_ connection: HTTPConnection) {
+        let id = ObjectIdentifier(connection)
+        connections[id] = nil
+        refused.remove(id)
+        resumeWaitersIfDone()
+    }
+
+    private func listenerClosed() {
+        listener = nil
+        resumeWaitersIfDone()
+    }
+
+    private func resumeWaitersIfDone() {
+        guard shuttingDown, listener == nil, connections.isEmpty else { return }
+        let waiters = shutdownWaiters
+        shutdownWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+}

@@ -1,0 +1,47 @@
+/// Percent-decoding of URL path segments and query components (RFC 3986).
+///
+/// `+` is left as it is: only `%XX` escapes are decoded, so a `+` in an RFC 3339 offset survives. The result
+/// must be valid UTF-8; a malformed escape or invalid UTF-8 gives nil.
+enum PercentDecoding {
+    /// The decoded form of `text`, or nil when it holds a malformed escape or decodes to invalid UTF-8.
+    static func decode<S: StringProtocol>(_ text: S) -> String? {
+        guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
+                return nil
+            }
+            bytes.append(high << 4 | low)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs; the last of repeated names wins.
+    /// Returns nil when a name or value is malformed.
+    static func decodeQuery(_ raw: String) -> [String: String]? {
+        var result: [String: String] = [:]
+        for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let name = decode(parts[0]) else { return nil }
+            let value = parts.count > 1 ? decode(parts[1]) : ""
+            guard let value else { return nil }
+            result[name] = value
+        }
+        return result
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

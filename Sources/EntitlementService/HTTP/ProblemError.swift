@@ -1,0 +1,74 @@
+import CUV
+
+/// An error a handler throws to answer with an RFC 9457 problem document (`application/problem+json`):
+/// `{"type", "title", "status", "detail", ...extra}`.
+///
+/// Only what is in here reaches the client; any other error a handler throws becomes a 500 problem with a
+/// generic detail, and its description goes to the log with the request id.
+public struct ProblemError: Error, Sendable, Equatable {
+    /// The HTTP status of the response.
+    public var status: Int
+    /// A short summary of the kind of problem; defaults to the status's reason phrase.
+    public var title: String
+    /// What went wrong with this request, for a human reader. Never a secret, never a stack trace.
+    public var detail: String
+    /// A URI naming the kind of problem; `about:blank` when the status says it all.
+    public var type: String
+    /// Extension members such as `apple_status` or `field`. Keys of the core members are ignored.
+    public var extra: [String: JSONValue]
+
+    public init(status: Int, title: String? = nil, detail: String, type: String = "about:blank", extra: [String: JSONValue] = [:]) {
+        self.status = status
+        self.title = title ?? HTTPStatus.reasonPhrase(status)
+        self.detail = detail
+        self.type = type
+        self.extra = extra
+    }
+
+    /// A 400 problem; `field` names the offending input, when there is one.
+    public static func badRequest(_ detail: String, field: String? = nil) -> ProblemError {
+        ProblemError(status: 400, detail: detail, extra: field.map { ["field": .string($0)] } ?? [:])
+    }
+
+    /// The problem document as JSON text, core members first, then extensions sorted by name.
+    public var jsonText: String {
+        var out = "{\"type\":"
+        JSONValue.writeString(type, to: &out)
+        out += ",\"title\":"
+        JSONValue.writeString(title, to: &out)
+        out += ",\"status\":\(status),\"detail\":"
+        JSONValue.writeString(detail, to: &out)
+        for key in extra.keys.sorted() where !["type", "title", "status", "detail"].contains(key) {
+            out += ","
+            JSONValue.writeString(key, to: &out)
+            out += ":"
+            extra[key]!.write(to: &out)
+        }
+        return out + "}"
+    }
+
+    /// The response carrying this problem.
+    public var response: HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/problem+json")
+        return HTTPResponse(status: status, headers: headers, body: Array(jsonText.utf8))
+    }
+}
+
+/// Reason phrases of HTTP status codes.
+enum HTTPStatus {
+    /// The standard reason phrase of `status` (http-parser's table), or a generic one by class.
+    static func reasonPhrase(_ status: Int) -> String {
+        if let known = UInt32(exactly: status), let phrase = http_status_str(http_status(rawValue: known)) {
+            let text = String(cString: phrase)
+            if text != "<unknown>" { return text }
+        }
+        switch status {
+        case 100..<200: return "Informational"
+        case 200..<300: return "Success"
+        case 300..<400: return "Redirection"
+        case 400..<500: return "Client Error"
+        default: return "Server Error"
+        }
+    }
+}

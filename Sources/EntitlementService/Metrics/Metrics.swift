@@ -1,0 +1,120 @@
+/// The process's metrics, rendered in the Prometheus text format for `GET /metrics`.
+///
+/// HTTP traffic is recorded by the server (`http_requests_total`, `http_request_duration_seconds`); other
+/// parts of the service register sampled values (pool sizes, loop lag) as closures read at each scrape.
+/// Everything lives on the loop, so recording costs no lock.
+@Loop
+public final class Metrics {
+    /// The registry `/metrics` serves.
+    public static let shared = Metrics()
+
+    /// The content type of `render()`'s output.
+    public static let contentType = "text/plain; version=0.0.4; charset=utf-8"
+
+    /// Upper bounds (seconds) of the request duration histogram's buckets.
+    nonisolated static let durationBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    private struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    private struct Histogram {
+        /// Observations per bucket (not cumulative); the last slot is +Inf.
+        var counts = [Int](repeating: 0, count: Metrics.durationBuckets.count + 1)
+        var sum = 0.0
+        var count = 0
+    }
+
+    private struct Sampled {
+        var name: String
+        var help: String
+        var type: String
+        var labels: [String: String]
+        var read: @Loop () -> Double
+    }
+
+    private var requests: [RequestKey: Int] = [:]
+    private var durations: [String: Histogram] = [:]
+    private var sampled: [Sampled] = []
+
+    public init() {}
+
+    /// Counts one answered request; `durationSeconds` (handler time) feeds the route's histogram when given.
+    public func recordRequest(route: String, method: String, status: Int, durationSeconds: Double?) {
+        requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
+        guard let durationSeconds else { return }
+        let bucket = Self.durationBuckets.firstIndex { durationSeconds <= $0 } ?? Self.durationBuckets.count
+        durations[route, default: Histogram()].counts[bucket] += 1
+        durations[route]!.sum += durationSeconds
+        durations[route]!.count += 1
+    }
+
+    /// Registers a gauge read at every scrape. Several registrations may share a name with different labels.
+    public func gauge(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sampled.append(Sampled(name: name, help: help, type: "gauge", labels: labels, read: read))
+    }
+
+    /// Registers a monotonically growing total kept elsewhere, read at every scrape.
+    public func counter(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sampled.append(Sampled(name: name, help: help, type: "counter", labels: labels, read: read))
+    }
+
+    /// Every metric in the Prometheus text exposition format, in a stable order.
+    public func render() -> String {
+        var out = ""
+        out += "# HELP http_requests_total HTTP requests answered, by route pattern, method and status.\n"
+        out += "# TYPE http_requests_total counter\n"
+        let keys = requests.keys.sorted { ($0.route, $0.method, $0.status) < ($1.route, $1.method, $1.status) }
+        for key in keys {
+            let labels = Self.labels([("route", key.route), ("method", key.method), ("status", String(key.status))])
+            out += "http_requests_total\(labels) \(requests[key]!)\n"
+        }
+        out += "# HELP http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
+        out += "# TYPE http_request_duration_seconds histogram\n"
+        for route in durations.keys.sorted() {
+            let histogram = durations[route]!
+            var cumulative = 0
+            for (index, bound) in (Self.durationBuckets.map(Self.number) + ["+Inf"]).enumerated() {
+                cumulative += histogram.counts[index]
+                out += "http_request_duration_seconds_bucket\(Self.labels([("route", route), ("le", bound)])) \(cumulative)\n"
+            }
+            out += "http_request_duration_seconds_sum\(Self.labels([("route", route)])) \(Self.number(histogram.sum))\n"
+            out += "http_request_duration_seconds_count\(Self.labels([("route", route)])) \(histogram.count)\n"
+        }
+        var described: Set<String> = []
+        for metric in sampled.sorted(by: { $0.name < $1.name }) {
+            if described.insert(metric.name).inserted {
+                out += "# HELP \(metric.name) \(metric.help)\n# TYPE \(metric.name) \(metric.type)\n"
+            }
+            out += "\(metric.name)\(Self.labels(metric.labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })) \(Self.number(metric.read()))\n"
+        }
+        return out
+    }
+
+    private static func labels(_ pairs: [(String, String)]) -> String {
+        guard !pairs.isEmpty else { return "" }
+        return "{" + pairs.map { "\($0.0)=\"\(escape($0.1))\"" }.joined(separator: ",") + "}"
+    }
+
+    private static func escape(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    static func number(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
+        return "\(value)"
+    }
+}

@@ -1,0 +1,64 @@
+@testable import EntitlementService
+
+/// A server on an ephemeral loopback port with a few test routes, and its own metrics registry.
+struct HTTPTestServer: Sendable {
+    let server: HTTPServer
+    let port: Int
+    let metrics: Metrics
+
+    /// Starts a server with `configuration` (its port is ignored) serving the test routes plus `extraRoutes`.
+    static func start(
+        _ configuration: HTTPServerConfiguration = HTTPServerConfiguration(),
+        extraRoutes: @escaping @Sendable @Loop (Router) -> Void = { _ in }
+    ) async throws -> HTTPTestServer {
+        try await Task { @Loop in
+            var configuration = configuration
+            configuration.port = 0
+            let router = Router()
+            addTestRoutes(router)
+            extraRoutes(router)
+            let metrics = Metrics()
+            let server = HTTPServer(configuration: configuration, router: router, metrics: metrics)
+            return HTTPTestServer(server: server, port: try server.start(), metrics: metrics)
+        }.value
+    }
+
+    func shutdown() async {
+        await server.shutdown()
+    }
+
+    /// Sends one request on a fresh connection and reads the answer.
+    func request(_ target: String, method: String = "GET", headers: [(String, String)] = [], body: String? = nil) async throws -> RawHTTPClient.Response {
+        let port = port
+        return try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(RawHTTPClient.request(method, target, headers: headers, body: body))
+            return try client.readResponse(bodyless: method == "HEAD")
+        }
+    }
+
+    @Loop private static func addTestRoutes(_ router: Router) {
+        router.get("/healthz") { _ in .json(["status": "ok"]) }
+        router.post("/echo") { request in
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: request.body)
+        }
+        router.get("/v1/users/{user_id}/entitlements") { request in
+            .json(["user_id": request.pathParameters["user_id"] ?? "", "at": request.query["at"] ?? ""])
+        }
+        router.get("/v1/users/{user_id}/transactions") { request in .json(["route": "transactions"]) }
+        router.get("/v1/users/me/entitlements") { _ in .json(["route": "literal"]) }
+        router.get("/slow") { request in
+            await LoopTimer.sleep(milliseconds: UInt64(request.query["ms"] ?? "") ?? 200)
+            return .json(["slept": request.query["ms"] ?? "200"])
+        }
+        router.get("/boom") { _ in throw TestFailure(secret: "database password is hunter2") }
+        router.get("/problem") { _ in
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: "Apple rejected the receipt.", extra: ["apple_status": 21010])
+        }
+        router.get("/sequence/{n}") { request in .text(request.pathParameters["n"] ?? "") }
+    }
+
+    struct TestFailure: Error {
+        let secret: String
+    }
+}
