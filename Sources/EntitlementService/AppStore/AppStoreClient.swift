@@ -1,0 +1,105 @@
+import EntitlementModel
+import Foundation
+
+/// Where and how to reach Apple's verifyReceipt.
+struct AppStoreSettings: Sendable {
+    var productionURL: String
+    var sandboxURL: String
+    /// The app's shared secret, sent as `password` with every request. Never logged.
+    var sharedSecret: String?
+    /// A valid receipt of another bundle is rejected.
+    var bundleID: String?
+    var timeoutMs: Int
+    var connectTimeoutMs: Int
+
+    init(_ configuration: Configuration) {
+        productionURL = configuration.appleProductionURL
+        sandboxURL = configuration.appleSandboxURL
+        sharedSecret = configuration.appleSharedSecret
+        bundleID = configuration.appleBundleID
+        timeoutMs = configuration.appleTimeoutMs
+        connectTimeoutMs = configuration.appleConnectTimeoutMs
+    }
+
+    init(productionURL: String, sandboxURL: String, sharedSecret: String?, bundleID: String?, timeoutMs: Int, connectTimeoutMs: Int) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.sharedSecret = sharedSecret
+        self.bundleID = bundleID
+        self.timeoutMs = timeoutMs
+        self.connectTimeoutMs = connectTimeoutMs
+    }
+}
+
+/// The verifyReceipt client: carries out the model's `VerificationFlow` over libcurl on the loop.
+///
+/// Each exchange posts `{"receipt-data", "password", "exclude-old-transactions": false}` to the environment
+/// the flow names; the flow decides redirects (`21007`/`21008`), immediate repeats (`21002`) and the class of
+/// the final answer. Every exchange is logged with Apple's status and the transport's detail, never the secret
+/// or the receipt.
+@Loop
+final class AppStoreClient: ReceiptVerifier {
+    private let http: HTTPClient
+    private let settings: AppStoreSettings
+
+    init(http: HTTPClient, settings: AppStoreSettings) {
+        self.http = http
+        self.settings = settings
+    }
+
+    func verify(receiptData: String, firstEnvironment: StoreEnvironment) async -> VerificationFlow.Result {
+        var flow = VerificationFlow(firstEnvironment: firstEnvironment, expectedBundleID: settings.bundleID)
+        var action = flow.start()
+        var environment = firstEnvironment
+        while true {
+            switch action {
+            case .send(let next):
+                environment = next
+                action = flow.received(await exchange(receiptData: receiptData, environment: environment))
+            case .retrySameEnvironment:
+                action = flow.received(await exchange(receiptData: receiptData, environment: environment))
+            case .finish(let result):
+                return result
+            }
+        }
+    }
+
+    /// One request to one environment's endpoint, reduced to what the flow needs.
+    private func exchange(receiptData: String, environment: StoreEnvironment) async -> VerificationFlow.Outcome {
+        let url = environment == .production ? settings.productionURL : settings.sandboxURL
+        let started = EventLoop.shared.now
+        let outcome: VerificationFlow.Outcome
+        do {
+            let response = try await http.post(
+                url: url, body: Self.requestBody(receiptData: receiptData, password: settings.sharedSecret),
+                headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
+                connectTimeoutMs: settings.connectTimeoutMs, totalTimeoutMs: settings.timeoutMs)
+            if response.status != 200 {
+                outcome = .failed(.httpStatus(response.status))
+            } else {
+                do {
+                    outcome = .answered(try AppStoreResponse(jsonData: Data(response.body)))
+                } catch {
+                    outcome = .failed(.undecodableBody(error.description))
+                }
+            }
+        } catch {
+            outcome = .failed(error.kind == .timeout ? .timeout : .connectionError(error.description))
+        }
+        let elapsed = EventLoop.shared.now &- started
+        switch outcome {
+        case .answered(let answer):
+            Log.info("apple_verify", ["environment": environment.rawValue, "apple_status": answer.status, "duration_ms": elapsed])
+        case .failed(let failure):
+            Log.warning("apple_verify_failed", ["environment": environment.rawValue, "failure": failure.description, "duration_ms": elapsed])
+        }
+        return outcome
+    }
+
+    /// The JSON body of a verifyReceipt request.
+    static func requestBody(receiptData: String, password: String?) -> [UInt8] {
+        var body: [String: JSONValue] = ["receipt-data": .string(receiptData), "exclude-old-transactions": .bool(false)]
+        if let password { body["password"] = .string(password) }
+        return Array(JSONValue.object(body).jsonText.utf8)
+    }
+}
