@@ -61,8 +61,8 @@ extension FakeReceipt {
         }
         if let cancelled = transaction.cancellationDate {
             addDate(cancelled, "cancellation_date", to: &entry)
-            entry["cancellation_reason"] = .string(transaction.cancellationReason ?? "0")
         }
+        addString(transaction.cancellationReason, "cancellation_reason", to: &entry)
         if transaction.isUpgraded { entry["is_upgraded"] = "true" }
         addString(transaction.webOrderLineItemID, "web_order_line_item_id", to: &entry)
         addString(transaction.subscriptionGroupIdentifier, "subscription_group_identifier", to: &entry)

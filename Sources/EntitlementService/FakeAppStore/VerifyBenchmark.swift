@@ -123,7 +123,7 @@ enum VerifyBenchmark {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return nil }
-        return Int(line.dropFirst("VmHWM:".count).split(separator: " ").first ?? "")
+        return Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
     }
 
     private static func format(_ value: Double, digits: Int = 1) -> String {
