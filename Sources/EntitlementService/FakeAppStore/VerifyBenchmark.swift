@@ -1,0 +1,137 @@
+import CUV
+import EntitlementModel
+import Foundation
+
+/// `entitlement-service bench-verify`: starts `--count` receipt verifications at once through `HTTPClient` and
+/// `AppStoreClient` on the one loop, against a (fake) verifyReceipt endpoint, and prints how long they took
+/// compared with the endpoint's latency, the process's peak RSS and the worst loop stall meanwhile.
+///
+///     bench-verify --production-url URL --sandbox-url URL --latency-ms MS
+///                  [--count 1000] [--ca-bundle PEM] [--secret S] [--timeout-ms 30000]
+///
+/// Output is one line of `key=value` pairs: `count`, `verified`, `retry_later`, `rejected`,
+/// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `peak_rss_kb`
+/// (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0 when every
+/// verification was verified, 1 otherwise, 2 for bad arguments.
+enum VerifyBenchmark {
+    struct Options: Equatable {
+        var productionURL: String
+        var sandboxURL: String
+        var latencyMs: Int
+        var count = 1_000
+        var caBundle: String?
+        var secret: String?
+        var timeoutMs = 30_000
+    }
+
+    /// Runs the benchmark with the command's arguments (after `bench-verify`) and returns the exit status.
+    @Loop static func run(arguments: [String]) async -> Int32 {
+        let options: Options
+        do {
+            options = try parse(arguments)
+        } catch {
+            FileHandle.standardError.write(Data("bench-verify: \(error.message)\n".utf8))
+            return 2
+        }
+        let client = HTTPClient(configuration: HTTPClientConfiguration(
+            caBundlePath: options.caBundle ?? HTTPClientConfiguration().caBundlePath,
+            maxConnections: options.count + 16, maxHostConnections: 0,
+            connectTimeoutMs: options.timeoutMs, totalTimeoutMs: options.timeoutMs))
+        let verifier = AppStoreClient(http: client, settings: AppStoreSettings(
+            productionURL: options.productionURL, sandboxURL: options.sandboxURL, sharedSecret: options.secret,
+            bundleID: nil, timeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs))
+        let receiptData = sampleReceipt().receiptData
+
+        let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 100_000)
+        monitor.start(registering: Metrics())
+        let started = uv_hrtime()
+        let results = await withTaskGroup(of: VerificationFlow.Result.self) { group in
+            for _ in 0..<options.count {
+                group.addTask { await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
+            }
+            var results: [VerificationFlow.Result] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        let wallMs = Double(uv_hrtime() - started) / 1e6
+        monitor.stop()
+
+        var tally = ["verified": 0, "retry_later": 0, "rejected": 0, "configuration_error": 0]
+        for result in results {
+            switch result {
+            case .verified: tally["verified"]! += 1
+            case .retryLater: tally["retry_later"]! += 1
+            case .rejected: tally["rejected"]! += 1
+            case .configurationError: tally["configuration_error"]! += 1
+            }
+        }
+        let ratio = (wallMs - Double(options.latencyMs)) / Double(max(1, options.latencyMs))
+        print([
+            "count=\(options.count)", "verified=\(tally["verified"]!)", "retry_later=\(tally["retry_later"]!)",
+            "rejected=\(tally["rejected"]!)", "configuration_error=\(tally["configuration_error"]!)",
+            "wall_ms=\(format(wallMs))", "latency_ms=\(options.latencyMs)", "ratio=\(format(ratio, digits: 3))",
+            "peak_rss_kb=\(peakRSSKilobytes() ?? -1)", "max_loop_stall_ms=\(format(monitor.maxLag * 1_000))",
+        ].joined(separator: " "))
+        return tally["verified"] == options.count ? 0 : 1
+    }
+
+    /// A receipt with a consumable, a lifetime purchase and a renewing monthly subscription.
+    static func sampleReceipt() -> FakeReceipt {
+        let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+        var receipt = FakeReceipt(bundleID: "com.example.app", environment: .production)
+        receipt.addPurchase("com.example.coins.100", transactionID: "2000000001", purchased: start)
+        receipt.addPurchase("com.example.lifetime", transactionID: "2000000002", purchased: start)
+        receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "2000000003", start: start,
+                                period: ISODuration(months: 1), periods: 12)
+        return receipt
+    }
+
+    static func parse(_ arguments: [String]) throws(VerifyBenchmarkError) -> Options {
+        var values: [String: String] = [:]
+        var index = 0
+        let known = ["--production-url", "--sandbox-url", "--latency-ms", "--count", "--ca-bundle", "--secret", "--timeout-ms"]
+        while index < arguments.count {
+            let option = arguments[index]
+            guard known.contains(option) else { throw VerifyBenchmarkError(message: "unknown option '\(option)'") }
+            guard index + 1 < arguments.count else { throw VerifyBenchmarkError(message: "\(option) needs a value") }
+            values[option] = arguments[index + 1]
+            index += 2
+        }
+        func integer(_ option: String, _ range: ClosedRange<Int>) throws(VerifyBenchmarkError) -> Int? {
+            guard let text = values[option] else { return nil }
+            guard let value = Int(text), range.contains(value) else {
+                throw VerifyBenchmarkError(message: "\(option) expects an integer in \(range.lowerBound)...\(range.upperBound), got '\(text)'")
+            }
+            return value
+        }
+        guard let production = values["--production-url"], let sandbox = values["--sandbox-url"] else {
+            throw VerifyBenchmarkError(message: "--production-url and --sandbox-url are required")
+        }
+        guard let latency = try integer("--latency-ms", 0...600_000) else {
+            throw VerifyBenchmarkError(message: "--latency-ms (the endpoint's latency) is required")
+        }
+        var options = Options(productionURL: production, sandboxURL: sandbox, latencyMs: latency)
+        options.count = try integer("--count", 1...100_000) ?? options.count
+        options.timeoutMs = try integer("--timeout-ms", 1...600_000) ?? options.timeoutMs
+        options.caBundle = values["--ca-bundle"]
+        options.secret = values["--secret"]
+        return options
+    }
+
+    /// The process's peak resident set size (`VmHWM` in /proc/self/status), in kilobytes.
+    static func peakRSSKilobytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return nil }
+        return Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+    }
+
+    private static func format(_ value: Double, digits: Int = 1) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+}
+
+/// A bench-verify command line that could not be understood.
+struct VerifyBenchmarkError: Error, Equatable {
+    var message: String
+}

@@ -1,0 +1,306 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// The real verifyReceipt client (`AppStoreClient` over libcurl) against the fake App Store over loopback:
+/// every kind of answer lands in its class.
+@Suite(.timeLimit(.minutes(1))) struct AppStoreClientTests {
+    static let bundleID = "com.example.app"
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+    static let okFixture = "verifyreceipt_status0_ios7_nonrenewing_sandbox_itunesreceipt.json"
+
+    /// A receipt with a lifetime purchase and a monthly subscription renewed three times.
+    static func receipt(_ environment: StoreEnvironment = .production, bundleID: String = bundleID) -> FakeReceipt {
+        var receipt = FakeReceipt(bundleID: bundleID, environment: environment)
+        receipt.addPurchase("com.example.lifetime", transactionID: "3000000001", purchased: start)
+        receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "3000000002", start: start,
+                                period: ISODuration(months: 1), periods: 3)
+        return receipt
+    }
+
+    @Test @Loop func validReceiptIsVerifiedInProduction() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            let receipt = Self.receipt()
+            let result = await fake.client(bundleID: Self.bundleID).verify(receiptData: receipt.receiptData, firstEnvironment: .production)
+            guard case .verified(let response, let environment) = result else {
+                Issue.record("expected verified, got \(result)")
+                return
+            }
+            #expect(environment == .production)
+            #expect(response.status == 0)
+            #expect(response.environment == .production)
+            #expect(response.bundleID == Self.bundleID)
+            #expect(Set(response.transactions()) == Set(receipt.inApp + receipt.latestReceiptInfo))
+            #expect(response.renewalInfo() == receipt.pendingRenewalInfo)
+            let received = try await fake.received()
+            #expect(received.environments == ["Production"])
+        }
+    }
+
+    @Test @Loop func expiredSubscriptionAnswer21006IsVerifiedWithItsReceipt() async throws {
+        let name = "verifyreceipt_status21006_ios6_autorenew_trial_expired_venice.json"
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("expired", production: [["fixture": .string(name)]])
+            let result = await fake.client().verify(receiptData: "expired", firstEnvironment: .production)
+            let expected = try decodedFixture(name)
+            #expect(result == .verified(expected, environment: .production))
+            #expect(expected.status == 21006)
+            #expect(!expected.transactions().isEmpty)
+        }
+    }
+
+    @Test @Loop func sandboxReceiptIsRedirectedOnceAndVerifiedInSandbox() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            let receipt = Self.receipt(.sandbox)
+            let result = await fake.client().verify(receiptData: receipt.receiptData, firstEnvironment: .production)
+            guard case .verified(let response, let environment) = result else {
+                Issue.record("expected verified, got \(result)")
+                return
+            }
+            #expect(environment == .sandbox)
+            #expect(response.environment == .sandbox)
+            #expect(response.receipt?.receiptType == "ProductionSandbox")
+            let received = try await fake.received()
+            #expect(received.environments == ["Production", "Sandbox"])
+        }
+    }
+
+    @Test @Loop func productionReceiptSentToSandboxIsRedirectedTo21008Production() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            let receipt = Self.receipt(.production)
+            let result = await fake.client().verify(receiptData: receipt.receiptData, firstEnvironment: .sandbox)
+            guard case .verified(_, let environment) = result else {
+                Issue.record("expected verified, got \(result)")
+                return
+            }
+            #expect(environment == .production)
+            let received = try await fake.received()
+            #expect(received.environments == ["Sandbox", "Production"])
+        }
+    }
+
+    @Test @Loop func status21002TwiceThenValidIsVerified() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("flaky", production: [["status": 21002], ["status": 21002], ["fixture": .string(Self.okFixture)]])
+            let result = await fake.client().verify(receiptData: "flaky", firstEnvironment: .production)
+            #expect(result == .verified(try decodedFixture(Self.okFixture), environment: .production))
+            let received = try await fake.received()
+            #expect(received.production == 3)
+        }
+    }
+
+    @Test @Loop func status21002ThreeTimesIsRejected() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("garbage", production: [["status": 21002]])
+            let result = await fake.client().verify(receiptData: "garbage", firstEnvironment: .production)
+            guard case .rejected(let status, _) = result else {
+                Issue.record("expected rejected, got \(result)")
+                return
+            }
+            #expect(status == 21002)
+            let received = try await fake.received()
+            #expect(received.production == 3)
+        }
+    }
+
+    @Test(arguments: [21003, 21010]) @Loop func invalidReceiptIsRejected(status: Int) async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("invalid", production: [["status": .int(status)]])
+            let result = await fake.client().verify(receiptData: "invalid", firstEnvironment: .production)
+            guard case .rejected(let appleStatus, let detail) = result else {
+                Issue.record("expected rejected, got \(result)")
+                return
+            }
+            #expect(appleStatus == status)
+            #expect(detail.contains(String(status)))
+            let received = try await fake.received()
+            #expect(received.count == 1)
+        }
+    }
+
+    @Test @Loop func wrongOrMissingSharedSecretIsAConfigurationError21004() async throws {
+        try await FakeAppStoreHarness.run(FakeAppStoreConfiguration(sharedSecret: "the-right-secret")) { fake in
+            let receipt = Self.receipt().receiptData
+            for secret in ["a-wrong-secret", nil] {
+                let result = await fake.client(secret: secret).verify(receiptData: receipt, firstEnvironment: .production)
+                guard case .configurationError(let status, _) = result else {
+                    Issue.record("expected a configuration error, got \(result)")
+                    continue
+                }
+                #expect(status == 21004)
+            }
+            let right = await fake.client(secret: "the-right-secret").verify(receiptData: receipt, firstEnvironment: .production)
+            guard case .verified = right else {
+                Issue.record("expected verified with the right secret, got \(right)")
+                return
+            }
+            let received = try await fake.received()
+            #expect(received.passwords == ["a-wrong-secret", "the-right-secret"])
+        }
+    }
+
+    @Test @Loop func unreadableRequest21000IsAConfigurationError() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("unreadable", production: [["status": 21000]])
+            let result = await fake.client().verify(receiptData: "unreadable", firstEnvironment: .production)
+            guard case .configurationError(let status, _) = result else {
+                Issue.record("expected a configuration error, got \(result)")
+                return
+            }
+            #expect(status == 21000)
+        }
+    }
+
+    @Test(arguments: [21005, 21009]) @Loop func unavailableStatusIsRetryable(status: Int) async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("busy", production: [["status": .int(status)]])
+            let result = await fake.client().verify(receiptData: "busy", firstEnvironment: .production)
+            guard case .retryLater(let appleStatus, _) = result else {
+                Issue.record("expected retry later, got \(result)")
+                return
+            }
+            #expect(appleStatus == status)
+            let received = try await fake.received()
+            #expect(received.count == 1)
+        }
+    }
+
+    /// `21100`–`21199` are Apple's internal errors; `is-retryable` (or `is_retryable`) decides their class.
+    @Test(arguments: [
+        (["status": 21100, "is_retryable": true] as JSONValue, 21100, true),
+        (["status": 21199, "is_retryable": 1] as JSONValue, 21199, true),
+        (["status": 21150, "is_retryable": false] as JSONValue, 21150, false),
+        (["status": 21101] as JSONValue, 21101, false),
+        (["body": ["status": 21120, "is_retryable": 1]] as JSONValue, 21120, true),
+        (["body": ["status": 21121, "is-retryable": 0]] as JSONValue, 21121, false),
+    ])
+    @Loop func internalErrorFollowsItsRetryableFlag(step: JSONValue, status: Int, retryable: Bool) async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("internal", production: [step])
+            let result = await fake.client().verify(receiptData: "internal", firstEnvironment: .production)
+            switch result {
+            case .retryLater(let appleStatus, _) where retryable: #expect(appleStatus == status)
+            case .rejected(let appleStatus, _) where !retryable: #expect(appleStatus == status)
+            default: Issue.record("\(status) retryable=\(retryable): unexpected \(result)")
+            }
+        }
+    }
+
+    @Test @Loop func http503AndOutagesAreRetryable() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("unavailable", production: [["http_status": 503]])
+            let scripted = await fake.client().verify(receiptData: "unavailable", firstEnvironment: .production)
+            #expect(scripted == .retryLater(appleStatus: nil, reason: TransportFailure.httpStatus(503).description))
+
+            try await fake.configure(["outage": true])
+            let outage = await fake.client().verify(receiptData: Self.receipt().receiptData, firstEnvironment: .production)
+            #expect(outage == .retryLater(appleStatus: nil, reason: TransportFailure.httpStatus(503).description))
+        }
+    }
+
+    @Test @Loop func stalledAnswerTimesOutInBoundedTime() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("stall", production: [["action": "stall"]])
+            let clock = ContinuousClock()
+            let started = clock.now
+            let result = await fake.client(timeoutMs: 300).verify(receiptData: "stall", firstEnvironment: .production)
+            let elapsed = clock.now - started
+            #expect(result == .retryLater(appleStatus: nil, reason: TransportFailure.timeout.description))
+            #expect(elapsed >= .milliseconds(290))
+            #expect(elapsed < .seconds(3))
+        }
+    }
+
+    /// The fake App Store cannot close a connection without answering yet (our HTTP server has no hook for
+    /// it), so the scripted raw-socket server plays the dropping App Store here.
+    @Test @Loop func droppedConnectionIsRetryable() async throws {
+        try await ScriptedHTTPServer.run([.drop]) { server in
+            let client = AppStoreClient(
+                http: HTTPClient(configuration: HTTPClientConfiguration()),
+                settings: AppStoreSettings(
+                    productionURL: server.baseURL + "/verifyReceipt", sandboxURL: server.baseURL + "/sandbox/verifyReceipt",
+                    sharedSecret: nil, bundleID: nil, timeoutMs: 5_000, connectTimeoutMs: 2_000))
+            let result = await client.verify(receiptData: Self.receipt().receiptData, firstEnvironment: .production)
+            guard case .retryLater(nil, let reason) = result else {
+                Issue.record("expected retry later, got \(result)")
+                return
+            }
+            #expect(reason.hasPrefix("connection to verifyReceipt failed"))
+            #expect(server.requests.first?.target == "/verifyReceipt")
+        }
+    }
+
+    @Test @Loop func receiptOfAnotherAppIsRejectedWithoutAppleStatus() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            let receipt = Self.receipt(bundleID: "com.someone.else")
+            let result = await fake.client(bundleID: Self.bundleID).verify(receiptData: receipt.receiptData, firstEnvironment: .production)
+            guard case .rejected(nil, let detail) = result else {
+                Issue.record("expected a local rejection, got \(result)")
+                return
+            }
+            #expect(detail.contains("com.someone.else"))
+        }
+    }
+
+    /// The shared secret goes out as `password` with every request, and neither it nor the receipt reaches the
+    /// log, whatever the outcome.
+    @Test @Loop func sharedSecretIsSentAndNeverLogged() async throws {
+        let secret = "s3cret-\(UUID().uuidString)"
+        let receipt = Self.receipt(.sandbox).receiptData
+        let (summary, log) = try await capturingStandardError {
+            try await FakeAppStoreHarness.run(FakeAppStoreConfiguration(sharedSecret: secret)) { fake in
+                let client = fake.client(secret: secret, timeoutMs: 300)
+                guard case .verified = await client.verify(receiptData: receipt, firstEnvironment: .production) else {
+                    throw FakeAppStoreHarness.HarnessFailure(message: "the receipt was not verified")
+                }
+                try await fake.scenario("stall", production: [["action": "stall"]])
+                _ = await client.verify(receiptData: "stall", firstEnvironment: .production)
+                try await fake.configure(["shared_secret": "another-secret"])
+                _ = await client.verify(receiptData: receipt, firstEnvironment: .production)
+                try await fake.configure(["outage": true])
+                _ = await client.verify(receiptData: receipt, firstEnvironment: .production)
+                return try await fake.received()
+            }
+        }
+        #expect(summary.passwords == [secret])
+        #expect(summary.count == 5)
+        #expect(log.contains("event=apple_verify "))
+        #expect(log.contains("event=apple_verify_failed "))
+        #expect(!log.contains(secret))
+        #expect(!log.contains(receipt))
+    }
+
+    /// Every verifyReceipt sample is served byte for byte by the fake and decoded by the client into the
+    /// class of its status.
+    @Test(arguments: Fixtures.jsonNames(prefix: "verifyreceipt_"))
+    @Loop func everyFixtureIsServedAndDecoded(name: String) async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario(name, production: [["fixture": .string(name)]], sandbox: [["fixture": .string(Self.okFixture)]])
+            let result = await fake.client().verify(receiptData: name, firstEnvironment: .production)
+            let fixture = try decodedFixture(name)
+            switch VerifyStatus(fixture) {
+            case .ok, .okExpired:
+                #expect(result == .verified(fixture, environment: .production))
+            case .redirect(.sandbox):
+                #expect(result == .verified(try decodedFixture(Self.okFixture), environment: .sandbox))
+            case .malformedOrTransient:
+                guard case .rejected(fixture.status, _) = result else {
+                    Issue.record("\(name): expected rejected, got \(result)")
+                    return
+                }
+            case .retryable:
+                guard case .retryLater(fixture.status, _) = result else {
+                    Issue.record("\(name): expected retry later, got \(result)")
+                    return
+                }
+            default:
+                Issue.record("\(name): no expectation for status \(fixture.status)")
+            }
+        }
+    }
+
+    @Test func fixturesAreThere() {
+        #expect(Fixtures.jsonNames(prefix: "verifyreceipt_").count >= 17)
+    }
+}
