@@ -77,7 +77,7 @@ final class Application {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var resumed = false
             for signal in [SIGTERM, SIGINT] {
-                signals.append(SignalWatcher(signal: signal) { [self] number in
+                signals.append(SignalWatcher(signal: signal) { number in
                     Log.info("signal", ["signal": number])
                     guard !resumed else { return }
                     resumed = true

@@ -23,7 +23,9 @@ enum Commands {
                 await application.runUntilSignalled()
                 return 0
             case .fakeAppStore(let port, let host):
-                return await FakeAppStoreCommand.run(host: host, port: port)
+                return await FakeAppStore.runCommand(host: host, port: port)
+            case .benchVerify(let arguments):
+                return await VerifyBenchmark.run(arguments: arguments)
             }
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))

@@ -119,7 +119,7 @@ struct PurchaseRecorder {
         guard !purchases.isEmpty else { return [] }
 
         // Claim what nobody owns yet; the unique key settles concurrent claims.
-        let claims = try purchases.map { id, purchase in
+        let claims = purchases.map { id, purchase in
             ["original_transaction_id": id, "user_id": purchase.orderUser ?? context.poster]
         }
         _ = try await connection.query("""

@@ -24,11 +24,8 @@ enum RenewalRefresher {
                     RETURNING s.original_transaction_id, s.latest_receipt, s.environment, s.refresh_attempts,
                               (SELECT user_id FROM purchase_owners o WHERE o.original_transaction_id = s.original_transaction_id) AS owner
                     """, [batchSize, service.leaseMs]).rows
-                await withTaskGroup(of: Void.self) { group in
-                    for row in due {
-                        group.addTask { @Loop in await refresh(row, service: service) }
-                    }
-                }
+                let refreshes = due.map { row in Task { @Loop in await refresh(row, service: service) } }
+                for refresh in refreshes { await refresh.value }
                 return due.count == batchSize
             } catch {
                 Log.error("renewal_refresher_failed", ["error": String(describing: error)])

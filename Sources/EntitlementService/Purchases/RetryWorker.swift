@@ -8,11 +8,8 @@ enum RetryWorker {
         PeriodicWorker(name: "retry", intervalMs: intervalMs) {
             do {
                 let due = try await service.submissions.claimDue(limit: batchSize, leaseMs: service.leaseMs)
-                await withTaskGroup(of: Void.self) { group in
-                    for submission in due {
-                        group.addTask { @Loop in _ = await service.retry(submission) }
-                    }
-                }
+                let attempts = due.map { submission in Task { @Loop in _ = await service.retry(submission) } }
+                for attempt in attempts { await attempt.value }
                 return due.count == batchSize
             } catch {
                 Log.error("retry_worker_failed", ["error": String(describing: error)])
