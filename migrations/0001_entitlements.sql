@@ -105,7 +105,6 @@ CREATE TABLE consumable_ledger (
     kind             text NOT NULL CHECK (kind IN ('credit', 'consume', 'refund')),
     transaction_id   text,
     idempotency_key  text,
-    balance_after    bigint NOT NULL,
     created_at       timestamptz NOT NULL DEFAULT now(),
     CHECK ((kind = 'consume') = (idempotency_key IS NOT NULL)),
     CHECK ((kind = 'consume') = (transaction_id IS NULL))
