@@ -1,0 +1,141 @@
+import Foundation
+
+/// A value that can be bound as a query parameter.
+///
+/// Parameters are always sent separately from the SQL text (`$1`, `$2`…), in PostgreSQL's text format, so no
+/// value is ever spliced into a statement.
+///
+/// Declared types: `String` none (the server infers it, so a string binds to text, enums, uuid…), `Int`/`Int64`
+/// `bigint`, `Int32` `integer`, `Bool` `boolean`, `Double` `double precision`, `Date` `timestamptz`, `UUID`
+/// `uuid`, `[UInt8]`/`Data` `bytea`, `PostgresJSON` `jsonb`, `nil` the wrapped type. A function that takes
+/// `integer` needs a cast for an `Int`: `pg_terminate_backend($1::int)`.
+public protocol PostgresEncodable: Sendable {
+    /// The type OID the parameter is declared with; 0 lets the server infer it from the statement.
+    static var postgresTypeOID: UInt32 { get }
+    /// The value in PostgreSQL's text input format, or `nil` for SQL NULL.
+    func postgresText() -> String?
+}
+
+/// Type OIDs from `pg_type` that parameters are declared with.
+enum PostgresTypeOID {
+    static let unspecified: UInt32 = 0
+    static let bool: UInt32 = 16
+    static let bytea: UInt32 = 17
+    static let int8: UInt32 = 20
+    static let int4: UInt32 = 23
+    static let float8: UInt32 = 701
+    static let timestamptz: UInt32 = 1184
+    static let uuid: UInt32 = 2950
+    static let jsonb: UInt32 = 3802
+}
+
+extension String: PostgresEncodable {
+    /// Unspecified, so a string binds to whatever the statement needs there (text, varchar, an enum, a uuid…).
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.unspecified }
+    public func postgresText() -> String? { self }
+}
+
+extension Int: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    public func postgresText() -> String? { String(self) }
+}
+
+extension Int64: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    public func postgresText() -> String? { String(self) }
+}
+
+extension Int32: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.int4 }
+    public func postgresText() -> String? { String(self) }
+}
+
+extension Bool: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.bool }
+    public func postgresText() -> String? { self ? "true" : "false" }
+}
+
+extension Double: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.float8 }
+    public func postgresText() -> String? {
+        if isNaN { return "NaN" }
+        if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
+        return String(self)
+    }
+}
+
+extension Date: PostgresEncodable {
+    /// Sent as `timestamptz` in RFC 3339 with milliseconds, UTC.
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.timestamptz }
+    public func postgresText() -> String? { PostgresTimestamp.format(self) }
+}
+
+extension UUID: PostgresEncodable {
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.uuid }
+    public func postgresText() -> String? { uuidString.lowercased() }
+}
+
+extension Array: PostgresEncodable where Element == UInt8 {
+    /// Sent as `bytea` in hex format.
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.bytea }
+    public func postgresText() -> String? { PostgresBytea.hex(self) }
+}
+
+extension Data: PostgresEncodable {
+    /// Sent as `bytea` in hex format.
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.bytea }
+    public func postgresText() -> String? { PostgresBytea.hex(self) }
+}
+
+extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    /// `nil` is SQL NULL, declared with the wrapped type.
+    public static var postgresTypeOID: UInt32 { Wrapped.postgresTypeOID }
+    public func postgresText() -> String? { self?.postgresText() }
+}
+
+/// A JSON document bound as `jsonb`; the text is sent as is and validated by the server.
+public struct PostgresJSON: PostgresEncodable, Hashable {
+    /// The JSON text.
+    public let json: String
+    /// Wraps JSON text to be bound as `jsonb`.
+    public init(_ json: String) { self.json = json }
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.jsonb }
+    public func postgresText() -> String? { json }
+}
+
+/// `bytea` in PostgreSQL's hex format (`\x0a1b…`).
+enum PostgresBytea {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func hex<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+        var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes hex-format output; `nil` when the text is not `\x` followed by pairs of hex digits.
+    static func decode(_ text: String) -> [UInt8]? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity((utf8.count - 2) / 2)
+        var i = 2
+        while i < utf8.count {
+            guard let high = nibble(utf8[i]), let low = nibble(utf8[i + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            i += 2
+        }
+        return bytes
+    }
+}

@@ -1,0 +1,229 @@
+/// A fixed-size set of `PostgresConnection`s shared by the whole service.
+///
+/// Connections open lazily, up to `size`. A caller that finds none free waits in a FIFO queue, for at most
+/// `acquireTimeoutMs`. A connection that broke (closed, `PQstatus` bad, a connection-class error) or that
+/// comes back with a transaction still open is closed instead of reused, and its slot is opened afresh on
+/// the next demand, so the pool recovers by itself after the server restarts.
+@Loop
+public final class PostgresPool {
+    /// The most connections open at once.
+    public let size: Int
+    private let conninfo: String
+    private let applicationName: String
+    private let connectTimeoutMs: UInt64
+    private let statementTimeoutMs: Int?
+    private let acquireTimeoutMs: UInt64?
+
+    /// Connections not lent out, most recently returned last.
+    private var idle: [PostgresConnection] = []
+    /// Connections open or being opened, idle or lent out; never more than `size`.
+    private var open = 0
+    /// Callers waiting for a connection, oldest first.
+    private var waiters: [Waiter] = []
+    private var lastWaiterID = 0
+    private var closed = false
+    private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Connections currently lent out.
+    public private(set) var inUse = 0
+    /// Callers currently waiting for a connection.
+    public var waiting: Int { waiters.count }
+
+    /// What a waiting caller is given: a connection someone returned, or a free slot to open one in.
+    private enum Grant {
+        case connection(PostgresConnection)
+        case slot
+    }
+
+    private struct Waiter {
+        let id: Int
+        let continuation: CheckedContinuation<Grant, Error>
+        let timer: LoopTimer?
+    }
+
+    /// - Parameters:
+    ///   - conninfo: a libpq connection string or `postgresql://` URI.
+    ///   - size: the most connections open at once.
+    ///   - applicationName: shown in `pg_stat_activity`, unless `conninfo` names one.
+    ///   - connectTimeoutMs: time allowed to open one connection.
+    ///   - statementTimeoutMs: `statement_timeout` of every connection; `nil` keeps the server's.
+    ///   - acquireTimeoutMs: how long a caller may wait for a free connection; `nil` waits indefinitely.
+    public init(
+        conninfo: String,
+        size: Int = 8,
+        applicationName: String = "entitlement-service",
+        connectTimeoutMs: UInt64 = 10_000,
+        statementTimeoutMs: Int? = 30_000,
+        acquireTimeoutMs: UInt64? = 10_000
+    ) {
+        precondition(size > 0, "a pool needs at least one connection")
+        self.conninfo = conninfo
+        self.size = size
+        self.applicationName = applicationName
+        self.connectTimeoutMs = connectTimeoutMs
+        self.statementTimeoutMs = statementTimeoutMs
+        self.acquireTimeoutMs = acquireTimeoutMs
+    }
+
+    /// Runs one statement on a free connection.
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable]) async throws -> PostgresResult {
+        try await withConnection { try await $0.query(sql, parameters) }
+    }
+
+    /// Runs one statement on a free connection, parameters given inline.
+    public func query(_ sql: String, _ parameters: any PostgresEncodable...) async throws -> PostgresResult {
+        try await query(sql, parameters)
+    }
+
+    /// Lends a connection to `body` and takes it back afterwards, whatever `body` does.
+    /// - Throws: `body`'s error, or a `PostgresError` when no connection could be had (`.timeout` after
+    ///   `acquireTimeoutMs`, `.connection` when opening one failed or the pool is closed).
+    public func withConnection<T>(_ body: @Loop (PostgresConnection) async throws -> T) async throws -> T {
+        let connection = try await acquire()
+        do {
+            let value = try await body(connection)
+            release(connection, broken: false)
+            return value
+        } catch {
+            release(connection, broken: (error as? PostgresError)?.isConnectionFailure ?? false)
+            throw error
+        }
+    }
+
+    /// Stops lending: waiting callers fail, idle connections close, and lent ones close when they come back.
+    /// Returns once every connection is closed.
+    public func close() async {
+        if !closed {
+            closed = true
+            let waiting = waiters
+            waiters.removeAll()
+            for waiter in waiting {
+                waiter.timer?.close()
+                waiter.continuation.resume(throwing: PostgresError(kind: .connection, message: "the connection pool was closed"))
+            }
+            for connection in idle { connection.close() }
+            open -= idle.count
+            idle.removeAll()
+        }
+        if open > 0 {
+            await withCheckedContinuation { drainWaiters.append($0) }
+        }
+    }
+
+    // MARK: - Lending
+
+    private func acquire() async throws -> PostgresConnection {
+        while true {
+            guard !closed else { throw PostgresError(kind: .connection, message: "the connection pool is closed") }
+            let grant: Grant
+            if let connection = takeIdle() {
+                grant = .connection(connection)
+            } else if open < size {
+                open += 1
+                grant = .slot
+            } else {
+                grant = try await wait()
+            }
+            switch grant {
+            case .connection(let connection):
+                if connection.isUsable { return connection }
+                // Broke while being handed over: drop it and try again.
+                inUse -= 1
+                discard(connection)
+            case .slot:
+                do {
+                    let connection = try await PostgresConnection.connect(
+                        conninfo, timeoutMs: connectTimeoutMs, applicationName: applicationName,
+                        statementTimeoutMs: statementTimeoutMs)
+                    inUse += 1
+                    return connection
+                } catch {
+                    open -= 1
+                    slotFreed()
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The most recently returned usable idle connection, counted as lent; broken ones found on the way close.
+    private func takeIdle() -> PostgresConnection? {
+        while let connection = idle.popLast() {
+            if connection.isUsable {
+                inUse += 1
+                return connection
+            }
+            connection.close()
+            open -= 1
+        }
+        return nil
+    }
+
+    /// Queues the caller until a connection or a slot is handed to it, or `acquireTimeoutMs` passes.
+    private func wait() async throws -> Grant {
+        lastWaiterID += 1
+        let id = lastWaiterID
+        return try await withCheckedThrowingContinuation { continuation in
+            var timer: LoopTimer?
+            if let acquireTimeoutMs {
+                let deadline = LoopTimer()
+                deadline.start(after: acquireTimeoutMs) { [weak self] in self?.timeOut(waiter: id) }
+                timer = deadline
+            }
+            waiters.append(Waiter(id: id, continuation: continuation, timer: timer))
+        }
+    }
+
+    private func timeOut(waiter id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        let waiter = waiters.remove(at: index)
+        waiter.timer?.close()
+        waiter.continuation.resume(throwing: PostgresError(
+            kind: .timeout,
+            message: "no database connection became free within \(acquireTimeoutMs ?? 0) ms "
+                + "(pool size \(size), \(inUse) in use, \(waiters.count) still waiting)"))
+    }
+
+    /// Takes a lent connection back: hands it to the oldest waiter, keeps it idle, or closes it when it is
+    /// broken, was reported broken, or still has a transaction open.
+    private func release(_ connection: PostgresConnection, broken: Bool) {
+        inUse -= 1
+        guard !closed, !broken, connection.isUsable, connection.transactionStatus == .idle else {
+            if connection.transactionStatus == .inTransaction || connection.transactionStatus == .failed {
+                Log.warning("postgres_pool_discarded_open_transaction", ["backend_pid": connection.backendPID])
+            }
+            discard(connection)
+            return
+        }
+        if waiters.isEmpty {
+            idle.append(connection)
+            return
+        }
+        let waiter = waiters.removeFirst()
+        waiter.timer?.close()
+        inUse += 1
+        waiter.continuation.resume(returning: .connection(connection))
+    }
+
+    private func discard(_ connection: PostgresConnection) {
+        connection.close()
+        open -= 1
+        slotFreed()
+    }
+
+    /// A slot became free: the oldest waiter may open a connection in it; a closing pool may finish.
+    private func slotFreed() {
+        if closed {
+            guard open == 0 else { return }
+            let done = drainWaiters
+            drainWaiters.removeAll()
+            for waiter in done { waiter.resume() }
+            return
+        }
+        guard !waiters.isEmpty, open < size else { return }
+        let waiter = waiters.removeFirst()
+        waiter.timer?.close()
+        open += 1
+        waiter.continuation.resume(returning: .slot)
+    }
+}

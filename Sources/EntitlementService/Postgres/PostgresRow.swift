@@ -1,0 +1,125 @@
+import Foundation
+
+/// A result column: its name and the OID of its type.
+public struct PostgresColumn: Sendable, Equatable {
+    /// The column name as the statement labelled it.
+    public let name: String
+    /// The OID of the column's type in `pg_type`.
+    public let typeOID: UInt32
+}
+
+/// The columns of one result, shared by its rows, with a name index.
+final class PostgresColumnIndex: Sendable {
+    let columns: [PostgresColumn]
+    private let positions: [String: Int]
+
+    init(_ columns: [PostgresColumn]) {
+        self.columns = columns
+        var positions: [String: Int] = [:]
+        for (i, column) in columns.enumerated() where positions[column.name] == nil {
+            positions[column.name] = i
+        }
+        self.positions = positions
+    }
+
+    /// The position of the first column with this name.
+    func position(of name: String) -> Int? { positions[name] }
+}
+
+/// One row of a result, its values in PostgreSQL's text output format.
+///
+/// `row["column"]` gives the raw text (`nil` for NULL or an unknown column). The typed accessors throw a
+/// `PostgresError` of kind `.decoding` naming the column when it is missing, NULL or of another type; their
+/// `optional…` variants return `nil` for NULL instead.
+public struct PostgresRow: Sendable {
+    let index: PostgresColumnIndex
+    let values: [String?]
+
+    /// The column's text, `nil` when the value is NULL or there is no such column.
+    public subscript(_ column: String) -> String? {
+        index.position(of: column).flatMap { values[$0] }
+    }
+
+    /// The text of the column at `position`, `nil` when NULL.
+    public subscript(_ position: Int) -> String? { values[position] }
+
+    /// The row's columns.
+    public var columns: [PostgresColumn] { index.columns }
+
+    /// The value as text, whatever its type.
+    public func string(_ column: String) throws -> String { try required(column, optionalString(column)) }
+    /// An `int2`, `int4` or `int8` (or numeric text that fits).
+    public func int(_ column: String) throws -> Int { try required(column, optionalInt(column)) }
+    /// An integer that must fit 64 bits.
+    public func int64(_ column: String) throws -> Int64 { try required(column, optionalInt64(column)) }
+    /// A `bool` (`t` / `f`).
+    public func bool(_ column: String) throws -> Bool { try required(column, optionalBool(column)) }
+    /// A `float4`/`float8`/`numeric` value, `NaN` and `±Infinity` included.
+    public func double(_ column: String) throws -> Double { try required(column, optionalDouble(column)) }
+    /// A `timestamptz`, `timestamp` (read as UTC) or `date` value.
+    public func date(_ column: String) throws -> Date { try required(column, optionalDate(column)) }
+    /// A `uuid`.
+    public func uuid(_ column: String) throws -> UUID { try required(column, optionalUUID(column)) }
+    /// A `bytea` value.
+    public func bytes(_ column: String) throws -> [UInt8] { try required(column, optionalBytes(column)) }
+
+    /// `string(_:)`, or `nil` for NULL.
+    public func optionalString(_ column: String) throws -> String? { try text(column) }
+    /// `int(_:)`, or `nil` for NULL.
+    public func optionalInt(_ column: String) throws -> Int? { try decode(column, as: "an integer") { Int($0) } }
+    /// `int64(_:)`, or `nil` for NULL.
+    public func optionalInt64(_ column: String) throws -> Int64? { try decode(column, as: "a 64-bit integer") { Int64($0) } }
+    /// `bool(_:)`, or `nil` for NULL.
+    public func optionalBool(_ column: String) throws -> Bool? {
+        try decode(column, as: "a boolean") { $0 == "t" ? true : $0 == "f" ? false : nil }
+    }
+    /// `double(_:)`, or `nil` for NULL.
+    public func optionalDouble(_ column: String) throws -> Double? {
+        try decode(column, as: "a number") { text in
+            switch text {
+            case "NaN": .nan
+            case "Infinity": .infinity
+            case "-Infinity": -.infinity
+            default: Double(text)
+            }
+        }
+    }
+    /// `date(_:)`, or `nil` for NULL.
+    public func optionalDate(_ column: String) throws -> Date? { try decode(column, as: "a timestamp") { PostgresTimestamp.parse($0) } }
+    /// `uuid(_:)`, or `nil` for NULL.
+    public func optionalUUID(_ column: String) throws -> UUID? { try decode(column, as: "a UUID") { UUID(uuidString: $0) } }
+    /// `bytes(_:)`, or `nil` for NULL.
+    public func optionalBytes(_ column: String) throws -> [UInt8]? { try decode(column, as: "bytea") { PostgresBytea.decode($0) } }
+
+    private func text(_ column: String) throws -> String? {
+        guard let position = index.position(of: column) else {
+            throw PostgresError(kind: .decoding, message: "the result has no column \"\(column)\"")
+        }
+        return values[position]
+    }
+
+    private func decode<T>(_ column: String, as description: String, _ convert: (String) -> T?) throws -> T? {
+        guard let text = try text(column) else { return nil }
+        guard let value = convert(text) else {
+            throw PostgresError(kind: .decoding, message: "column \"\(column)\" is not \(description)")
+        }
+        return value
+    }
+
+    private func required<T>(_ column: String, _ value: T?) throws -> T {
+        guard let value else { throw PostgresError(kind: .decoding, message: "column \"\(column)\" is NULL") }
+        return value
+    }
+}
+
+/// What one statement returned.
+public struct PostgresResult: Sendable {
+    /// The rows, empty for statements that return none.
+    public let rows: [PostgresRow]
+    /// Rows inserted, updated, deleted, selected… as the command tag counts them; 0 when it has no count.
+    public let affectedRows: Int
+    /// The columns of `rows`.
+    public let columns: [PostgresColumn]
+    /// The command tag, such as `INSERT 0 1` or `SELECT 3`.
+    public let command: String
+}

@@ -1,0 +1,68 @@
+/// The isolation level a transaction starts with.
+public enum PostgresIsolationLevel: Sendable {
+    case readCommitted, repeatableRead, serializable
+
+    var beginStatement: String {
+        switch self {
+        case .readCommitted: "BEGIN"
+        case .repeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ"
+        case .serializable: "BEGIN ISOLATION LEVEL SERIALIZABLE"
+        }
+    }
+}
+
+extension PostgresPool {
+    /// Runs `body` inside BEGIN … COMMIT on one connection; any error from `body` or from COMMIT rolls the
+    /// transaction back and is rethrown. Serialization failures are not retried here: check
+    /// `PostgresError.isSerializationFailure` and run the whole transaction again.
+    public func transaction<T>(
+        isolation: PostgresIsolationLevel = .readCommitted,
+        _ body: @Loop (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in
+            _ = try await connection.query(isolation.beginStatement)
+            do {
+                let value = try await body(connection)
+                try await Self.commit(connection)
+                return value
+            } catch {
+                await Self.rollBack(connection)
+                throw error
+            }
+        }
+    }
+
+    /// Runs statements known up front as one transaction in a single round trip: BEGIN, the statements and
+    /// COMMIT go out together in pipeline mode. Returns one result per statement; the first failure rolls
+    /// everything back and is thrown.
+    public func transaction(
+        _ statements: [PostgresStatement],
+        isolation: PostgresIsolationLevel = .readCommitted
+    ) async throws -> [PostgresResult] {
+        try await withConnection { connection in
+            let batch = [PostgresStatement(isolation.beginStatement)] + statements + [PostgresStatement("COMMIT")]
+            do {
+                let results = try await connection.pipeline(batch)
+                return Array(results.dropFirst().dropLast())
+            } catch {
+                await Self.rollBack(connection)
+                throw error
+            }
+        }
+    }
+
+    /// COMMIT, refusing the silent case where the server answers ROLLBACK because the transaction had
+    /// already failed (a statement error that `body` caught and ignored).
+    private static func commit(_ connection: PostgresConnection) async throws {
+        let result = try await connection.query("COMMIT")
+        guard result.command == "COMMIT" else {
+            throw PostgresError(kind: .server, message: "the transaction was rolled back because a statement in it had failed", sqlState: "25P02")
+        }
+    }
+
+    /// ROLLBACK when a transaction is still open; a connection that cannot do it is discarded by the pool.
+    private static func rollBack(_ connection: PostgresConnection) async {
+        guard connection.isUsable, connection.transactionStatus != .idle else { return }
+        _ = try? await connection.query("ROLLBACK")
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// Migrations against a fresh database per test.
+@Suite struct MigratorTests {
+    /// A temporary migrations directory, removed by `remove()`.
+    struct Directory {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("migrations-" + UUID().uuidString)
+
+        init(_ files: [String: String]) throws {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+            try add(files)
+        }
+
+        func add(_ files: [String: String]) throws {
+            for (name, sql) in files {
+                try sql.write(to: url.appendingPathComponent(name), atomically: true, encoding: .utf8)
+            }
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: url) }
+    }
+
+    @Test @Loop func appliesInNumericOrderOnce() async throws {
+        let directory = try Directory([
+            // 0002 and 0010 depend on 0001; a lexical order would still work, a wrong numeric one would not.
+            "0010_c.sql": "ALTER TABLE items ADD COLUMN price int; INSERT INTO trail VALUES (10);",
+            "0002_b.sql": "INSERT INTO items (name) VALUES ('first'), ('second'); INSERT INTO trail VALUES (2);",
+            "0001_a.sql": """
+                -- several statements, a dollar-quoted body and a semicolon inside a string
+                CREATE TABLE items (id serial PRIMARY KEY, name text NOT NULL);
+                CREATE TABLE trail (version int, at timestamptz DEFAULT clock_timestamp());
+                CREATE FUNCTION shout(t text) RETURNS text AS $$ SELECT upper(t) || ';' $$ LANGUAGE sql;
+                INSERT INTO trail VALUES (1);
+                """,
+            "README.md": "not a migration",
+        ])
+        defer { directory.remove() }
+        try await TestDatabase.withTemporaryDatabase { url in
+            let pool = PostgresPool(conninfo: url, size: 2)
+            let migrator = Migrator(pool: pool, directory: directory.url)
+            #expect(try await migrator.run() == [1, 2, 10])
+            #expect(try await migrator.run() == [])
+
+            let trail = try await pool.query("SELECT version FROM trail ORDER BY at").rows.map { try $0.int("version") }
+            #expect(trail == [1, 2, 10])
+            let recorded = try await pool.query("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").rows
+            #expect(try recorded.map { try $0.int("version") } == [1, 2, 10])
+            #expect(try recorded.map { try $0.string("name") } == ["a", "b", "c"])
+            #expect(try recorded.allSatisfy { abs(try $0.date("applied_at").timeIntervalSinceNow) < 60 })
+            #expect(try await pool.query("SELECT shout('x') AS s").rows[0].string("s") == "X;")
+
+            try directory.add(["0003_d.sql": "INSERT INTO trail VALUES (3);"])
+            #expect(try await migrator.run() == [3], "a file added later below the newest version still applies")
+            await pool.close()
+        }
+    }
+
+    @Test @Loop func failedMigrationRollsBackAloneAndStopsTheRun() async throws {
+        let directory = try Directory([
+            "0001_ok.sql": "CREATE TABLE kept (id int);",
+            "0002_broken.sql": "CREATE TABLE half (id int); INSERT INTO half VALUES ('not a number');",
+            "0003_later.sql": "CREATE TABLE later (id int);",
+        ])
+        defer { directory.remove() }
+        try await TestDatabase.withTemporaryDatabase { url in
+            let pool = PostgresPool(conninfo: url, size: 1)
+            let migrator = Migrator(pool: pool, directory: directory.url)
+            do {
+                _ = try await migrator.run()
+                Issue.record("a broken migration was applied")
+            } catch let error as MigrationError {
+                #expect(error.description.contains("0002_broken"))
+                #expect(error.underlying?.sqlState == "22P02")
+            }
+            let tables = try await pool.query("""
+                SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name
+                """).rows.map { try $0.string("table_name") }
+            #expect(tables == ["kept", "schema_migrations"])
+            #expect(try await pool.query("SELECT version FROM schema_migrations").rows.map { try $0.int("version") } == [1])
+            await pool.close()
+        }
+    }
+
+    @Test @Loop func concurrentMigratorsApplyEachFileExactlyOnce() async throws {
+        var files = ["0001_log.sql": "CREATE TABLE applications (version int NOT NULL);"]
+        for version in 2...8 {
+            files[String(format: "%04d_step.sql", version)] = "SELECT pg_sleep(0.02); INSERT INTO applications VALUES (\(version));"
+        }
+        let directory = try Directory(files)
+        defer { directory.remove() }
+        try await TestDatabase.withTemporaryDatabase { url in
+            let pools = [PostgresPool(conninfo: url, size: 2), PostgresPool(conninfo: url, size: 2)]
+            let runs = try await withThrowingTaskGroup(of: [Int].self) { group in
+                for pool in pools {
+                    group.addTask { try await Self.migrate(pool, directory.url) }
+                }
+                var runs: [[Int]] = []
+                for try await run in group { runs.append(run) }
+                return runs
+            }
+            let all = runs.flatMap { $0 }
+            #expect(all.sorted() == Array(1...8), "each version applied by exactly one migrator: \(runs)")
+            for run in runs { #expect(run == run.sorted()) }
+            let counts = try await pools[0].query("SELECT version, count(*) AS n FROM applications GROUP BY version ORDER BY version").rows
+            #expect(try counts.map { try $0.int("version") } == Array(2...8))
+            #expect(try counts.allSatisfy { try $0.int("n") == 1 })
+            for pool in pools { await pool.close() }
+        }
+    }
+
+    @Test @Loop func recordedVersionWithoutAFileIsOnlyAWarning() async throws {
+        let directory = try Directory(["0001_a.sql": "CREATE TABLE a (id int);", "0002_b.sql": "CREATE TABLE b (id int);"])
+        defer { directory.remove() }
+        try await TestDatabase.withTemporaryDatabase { url in
+            let pool = PostgresPool(conninfo: url, size: 1)
+            #expect(try await Migrator(pool: pool, directory: directory.url).run() == [1, 2])
+            try FileManager.default.removeItem(at: directory.url.appendingPathComponent("0002_b.sql"))
+            try directory.add(["0003_c.sql": "CREATE TABLE c (id int);"])
+            #expect(try await Migrator(pool: pool, directory: directory.url).run() == [3])
+            await pool.close()
+        }
+    }
+
+    @Loop static func migrate(_ pool: PostgresPool, _ directory: URL) async throws -> [Int] {
+        try await Migrator(pool: pool, directory: directory).run()
+    }
+
+    @Test func directoryProblemsAreReportedBeforeTouchingTheDatabase() throws {
+        let misnamed = try Directory(["first.sql": "SELECT 1;"])
+        defer { misnamed.remove() }
+        #expect(throws: MigrationError.self) { try Migrator.migrations(in: misnamed.url) }
+
+        let duplicate = try Directory(["0001_a.sql": "SELECT 1;", "1_b.sql": "SELECT 2;"])
+        defer { duplicate.remove() }
+        #expect(throws: MigrationError.self) { try Migrator.migrations(in: duplicate.url) }
+
+        let signed = try Directory(["+1_a.sql": "SELECT 1;"])
+        defer { signed.remove() }
+        #expect(throws: MigrationError.self) { try Migrator.migrations(in: signed.url) }
+
+        #expect(throws: MigrationError.self) {
+            try Migrator.migrations(in: URL(fileURLWithPath: "/nonexistent/migrations"))
+        }
+    }
+
+    @Test func defaultDirectoryIsNamedMigrations() {
+        #expect(Migrator.defaultDirectory().lastPathComponent == "migrations")
+    }
+}

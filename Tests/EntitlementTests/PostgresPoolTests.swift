@@ -1,0 +1,210 @@
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// The connection pool and its transactions against the real server from `scripts/test.sh`.
+@Suite struct PostgresPoolTests {
+    @Loop func makePool(size: Int, acquireTimeoutMs: UInt64? = 10_000) throws -> PostgresPool {
+        PostgresPool(conninfo: try TestDatabase.url(), size: size, acquireTimeoutMs: acquireTimeoutMs)
+    }
+
+    /// Records what callers saw of the pool while they ran.
+    @Loop final class Observations {
+        var maxWaiting = 0
+        var maxInUse = 0
+        var backends = Set<Int>()
+        var order: [Int] = []
+
+        /// Runs one query through the pool and notes the pool's counters as the caller sees them after it.
+        func query(_ pool: PostgresPool, _ i: Int) async throws -> Int {
+            let row = try await pool.query("SELECT $1::int + 1 AS next, pg_backend_pid() AS pid, pg_sleep(0.01)", i).rows[0]
+            maxWaiting = max(maxWaiting, pool.waiting)
+            maxInUse = max(maxInUse, pool.inUse)
+            backends.insert(try row.int("pid"))
+            return try row.int("next")
+        }
+    }
+
+    @Test @Loop func fiftyConcurrentQueriesThroughFourConnections() async throws {
+        let pool = try makePool(size: 4)
+        let seen = Observations()
+        let sums = try await withThrowingTaskGroup(of: Int.self) { group in
+            for i in 0..<50 {
+                group.addTask { try await seen.query(pool, i) }
+            }
+            var sum = 0
+            for try await next in group { sum += next }
+            return sum
+        }
+        #expect(sums == (1...50).reduce(0, +))
+        #expect(seen.maxWaiting > 0, "callers should have queued behind four connections")
+        #expect(seen.maxInUse <= 4)
+        #expect(seen.backends.count <= 4)
+        #expect(pool.inUse == 0 && pool.waiting == 0)
+        await pool.close()
+    }
+
+    @Test @Loop func failedTransactionLeavesNothing() async throws {
+        let pool = try makePool(size: 2)
+        let table = TestDatabase.uniqueTableName("tx")
+        _ = try await pool.query("CREATE TABLE \(table) (id int PRIMARY KEY, note text)")
+        struct Abort: Error {}
+        await #expect(throws: Abort.self) {
+            try await pool.transaction { connection in
+                _ = try await connection.query("INSERT INTO \(table) VALUES ($1, $2)", 1, "kept?")
+                _ = try await connection.query("INSERT INTO \(table) VALUES ($1, $2)", 2, "kept?")
+                throw Abort()
+            }
+        }
+        await #expect {
+            try await pool.transaction { connection in
+                _ = try await connection.query("INSERT INTO \(table) VALUES ($1, $2)", 3, "kept?")
+                _ = try await connection.query("INSERT INTO \(table) VALUES ($1, $2)", 3, "duplicate")
+            }
+        } throws: { ($0 as? PostgresError)?.isUniqueViolation ?? false }
+        #expect(try await pool.query("SELECT count(*) AS n FROM \(table)").rows[0].int("n") == 0)
+
+        let committed = try await pool.transaction(isolation: .serializable) { connection in
+            try await connection.query("INSERT INTO \(table) VALUES ($1, $2) RETURNING id", 4, "kept").rows[0].int("id")
+        }
+        #expect(committed == 4)
+        #expect(try await pool.query("SELECT note FROM \(table)").rows.map { try $0.string("note") } == ["kept"])
+        _ = try await pool.query("DROP TABLE \(table)")
+        await pool.close()
+    }
+
+    @Test @Loop func transactionThatSwallowedAnErrorDoesNotReportSuccess() async throws {
+        let pool = try makePool(size: 1)
+        await #expect {
+            try await pool.transaction { connection in
+                _ = try? await connection.query("SELECT 1/0")
+            }
+        } throws: { ($0 as? PostgresError)?.sqlState == "25P02" }
+        #expect(try await pool.query("SELECT 1 AS one").rows[0].int("one") == 1)
+        await pool.close()
+    }
+
+    @Test @Loop func pipelinedTransactionCommitsOrRollsBackAsAWhole() async throws {
+        let pool = try makePool(size: 1)
+        let table = TestDatabase.uniqueTableName("ptx")
+        _ = try await pool.query("CREATE TABLE \(table) (id int PRIMARY KEY)")
+        let results = try await pool.transaction([
+            PostgresStatement("INSERT INTO \(table) VALUES ($1)", [1]),
+            PostgresStatement("INSERT INTO \(table) VALUES ($1)", [2]),
+            PostgresStatement("SELECT count(*) AS n FROM \(table)"),
+        ])
+        #expect(results.count == 3)
+        #expect(try results[2].rows[0].int("n") == 2)
+
+        await #expect {
+            _ = try await pool.transaction([
+                PostgresStatement("INSERT INTO \(table) VALUES ($1)", [3]),
+                PostgresStatement("INSERT INTO \(table) VALUES ($1)", [1]),
+            ])
+        } throws: { ($0 as? PostgresError)?.isUniqueViolation ?? false }
+        let ids = try await pool.query("SELECT id FROM \(table) ORDER BY id").rows.map { try $0.int("id") }
+        #expect(ids == [1, 2])
+        try await pool.withConnection { connection in
+            #expect(connection.transactionStatus == .idle, "the failed transaction was rolled back before reuse")
+        }
+        _ = try await pool.query("DROP TABLE \(table)")
+        await pool.close()
+    }
+
+    @Test @Loop func waitersAreServedFirstComeFirstServed() async throws {
+        let pool = try makePool(size: 1, acquireTimeoutMs: nil)
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { @Loop in
+            try await pool.withConnection { _ in
+                for await _ in gate { break }
+            }
+        }
+        while pool.inUse == 0 { await Task.yield() }
+        let seen = Observations()
+        var waiters: [Task<Void, Error>] = []
+        for i in 0..<5 {
+            waiters.append(Task { @Loop in
+                try await pool.withConnection { _ in seen.order.append(i) }
+            })
+            while pool.waiting < i + 1 { await Task.yield() }
+        }
+        open.yield()
+        try await holder.value
+        for waiter in waiters { try await waiter.value }
+        #expect(seen.order == [0, 1, 2, 3, 4])
+        await pool.close()
+    }
+
+    @Test @Loop func waitingForAConnectionTimesOutClearly() async throws {
+        let pool = try makePool(size: 1, acquireTimeoutMs: 100)
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { @Loop in
+            try await pool.withConnection { _ in
+                for await _ in gate { break }
+            }
+        }
+        // Let the holder take the only connection first.
+        while pool.inUse == 0 { await Task.yield() }
+        let started = ContinuousClock.now
+        do {
+            _ = try await pool.query("SELECT 1")
+            Issue.record("a second caller got the pool's only connection")
+        } catch let error as PostgresError {
+            #expect(error.kind == .timeout)
+            #expect(error.message.contains("100 ms"))
+        }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        open.yield()
+        try await holder.value
+        #expect(try await pool.query("SELECT 1 AS one").rows[0].int("one") == 1)
+        await pool.close()
+    }
+
+    @Test @Loop func brokenConnectionIsReplaced() async throws {
+        let pool = try makePool(size: 1)
+        let first = try await pool.query("SELECT pg_backend_pid() AS pid").rows[0].int("pid")
+        let killer = try await PostgresConnection.connect(try TestDatabase.url())
+        defer { killer.close() }
+        _ = try await killer.query("SELECT pg_terminate_backend($1::int)", first)
+        var replacement: Int?
+        for _ in 0..<5 where replacement == nil {
+            replacement = try? await pool.query("SELECT pg_backend_pid() AS pid").rows[0].int("pid")
+        }
+        let second = try #require(replacement, "the pool did not recover from a terminated backend")
+        #expect(second != first)
+        await pool.close()
+    }
+
+    @Test @Loop func connectionReturnedInsideATransactionIsNotReused() async throws {
+        let pool = try makePool(size: 1)
+        let leaked = try await pool.withConnection { connection in
+            _ = try await connection.query("BEGIN")
+            return connection.backendPID
+        }
+        try await pool.withConnection { connection in
+            #expect(connection.backendPID != leaked)
+            #expect(connection.transactionStatus == .idle)
+        }
+        await pool.close()
+    }
+
+    @Test @Loop func closingFailsWaitersAndLaterCallers() async throws {
+        let pool = try makePool(size: 1, acquireTimeoutMs: nil)
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { @Loop in
+            try await pool.withConnection { _ in
+                for await _ in gate { break }
+            }
+        }
+        while pool.inUse == 0 { await Task.yield() }
+        let waiter = Task { @Loop in try await pool.query("SELECT 1") }
+        while pool.waiting == 0 { await Task.yield() }
+        let closing = Task { @Loop in await pool.close() }
+        await #expect(throws: PostgresError.self) { _ = try await waiter.value }
+        open.yield()
+        try await holder.value
+        await closing.value
+        #expect(pool.inUse == 0)
+        await #expect(throws: PostgresError.self) { _ = try await pool.query("SELECT 1") }
+    }
+}
