@@ -13,6 +13,7 @@ import Testing
         var maxWaiting = 0
         var maxInUse = 0
         var backends = Set<Int>()
+        var order: [Int] = []
 
         /// Runs one query through the pool and notes the pool's counters as the caller sees them after it.
         func query(_ pool: PostgresPool, _ i: Int) async throws -> Int {
@@ -107,6 +108,30 @@ import Testing
             #expect(connection.transactionStatus == .idle, "the failed transaction was rolled back before reuse")
         }
         _ = try await pool.query("DROP TABLE \(table)")
+        await pool.close()
+    }
+
+    @Test @Loop func waitersAreServedFirstComeFirstServed() async throws {
+        let pool = try makePool(size: 1, acquireTimeoutMs: nil)
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { @Loop in
+            try await pool.withConnection { _ in
+                for await _ in gate { break }
+            }
+        }
+        while pool.inUse == 0 { await Task.yield() }
+        let seen = Observations()
+        var waiters: [Task<Void, Error>] = []
+        for i in 0..<5 {
+            waiters.append(Task { @Loop in
+                try await pool.withConnection { _ in seen.order.append(i) }
+            })
+            while pool.waiting < i + 1 { await Task.yield() }
+        }
+        open.yield()
+        try await holder.value
+        for waiter in waiters { try await waiter.value }
+        #expect(seen.order == [0, 1, 2, 3, 4])
         await pool.close()
     }
 

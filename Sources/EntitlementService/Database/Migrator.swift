@@ -14,6 +14,7 @@ public struct Migration: Sendable, Equatable {
 
 /// A migration directory that cannot be used, or a migration that failed (with the server's error).
 public struct MigrationError: Error, CustomStringConvertible {
+    /// What went wrong, naming the file.
     public let description: String
     /// The database error behind a failed migration, if any.
     public let underlying: PostgresError?
@@ -39,6 +40,7 @@ public final class Migrator {
     public let directory: URL
     private let pool: PostgresPool
 
+    /// A migrator applying `directory`'s files through `pool`; see `defaultDirectory()`.
     public init(pool: PostgresPool, directory: URL) {
         self.pool = pool
         self.directory = directory

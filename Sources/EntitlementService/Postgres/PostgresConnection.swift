@@ -58,6 +58,13 @@ public final class PostgresConnection {
 
     private init() {}
 
+    /// A connection dropped without `close()` still stops its watcher and finishes libpq's connection.
+    isolated deinit {
+        if closeError == nil {
+            shutDown(with: PostgresError(kind: .connection, message: "the connection was released without being closed"))
+        }
+    }
+
     /// Opens a connection and waits until it is ready for queries.
     ///
     /// - Parameters:
@@ -99,7 +106,7 @@ public final class PostgresConnection {
     /// returns one result per statement. For trusted SQL such as migrations; never build `sql` from input.
     /// The first failing statement stops the script and is thrown.
     public func simpleQuery(_ sql: String) async throws -> [PostgresResult] {
-        guard !sql.utf8.contains(0) else {
+        guard !sql.containsNULByte else {
             throw PostgresError(kind: .invalidParameter, message: "the SQL text contains a NUL byte")
         }
         return try await submit(.simple(sql))

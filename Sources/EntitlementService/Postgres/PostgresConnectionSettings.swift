@@ -10,7 +10,7 @@ struct PostgresConnectionSettings {
 
     /// Parses `conninfo` with `PQconninfoParse`; a malformed one fails here with libpq's explanation.
     init(conninfo: String) throws {
-        guard !conninfo.utf8.contains(0) else {
+        guard !conninfo.containsNULByte else {
             throw PostgresError(kind: .connection, message: "the connection string contains a NUL byte")
         }
         var errorMessage: UnsafeMutablePointer<CChar>?

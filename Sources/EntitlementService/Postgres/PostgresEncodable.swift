@@ -4,6 +4,11 @@ import Foundation
 ///
 /// Parameters are always sent separately from the SQL text (`$1`, `$2`…), in PostgreSQL's text format, so no
 /// value is ever spliced into a statement.
+///
+/// Declared types: `String` none (the server infers it, so a string binds to text, enums, uuid…), `Int`/`Int64`
+/// `bigint`, `Int32` `integer`, `Bool` `boolean`, `Double` `double precision`, `Date` `timestamptz`, `UUID`
+/// `uuid`, `[UInt8]`/`Data` `bytea`, `PostgresJSON` `jsonb`, `nil` the wrapped type. A function that takes
+/// `integer` needs a cast for an `Int`: `pg_terminate_backend($1::int)`.
 public protocol PostgresEncodable: Sendable {
     /// The type OID the parameter is declared with; 0 lets the server infer it from the statement.
     static var postgresTypeOID: UInt32 { get }
@@ -90,7 +95,9 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 
 /// A JSON document bound as `jsonb`; the text is sent as is and validated by the server.
 public struct PostgresJSON: PostgresEncodable, Hashable {
+    /// The JSON text.
     public let json: String
+    /// Wraps JSON text to be bound as `jsonb`.
     public init(_ json: String) { self.json = json }
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.jsonb }
     public func postgresText() -> String? { json }

@@ -20,6 +20,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         case unsupported
     }
 
+    /// Where the failure comes from.
     public let kind: Kind
     /// The five-character SQLSTATE for server errors, such as `23505`.
     public let sqlState: String?
@@ -32,6 +33,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// The constraint a constraint violation names, if any.
     public let constraint: String?
 
+    /// An error; the client builds these from libpq, callers may build them for tests.
     public init(kind: Kind, message: String, sqlState: String? = nil, detail: String? = nil, hint: String? = nil, constraint: String? = nil) {
         self.kind = kind
         self.message = message

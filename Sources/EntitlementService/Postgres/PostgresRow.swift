@@ -2,7 +2,9 @@ import Foundation
 
 /// A result column: its name and the OID of its type.
 public struct PostgresColumn: Sendable, Equatable {
+    /// The column name as the statement labelled it.
     public let name: String
+    /// The OID of the column's type in `pg_type`.
     public let typeOID: UInt32
 }
 
@@ -44,23 +46,34 @@ public struct PostgresRow: Sendable {
     /// The row's columns.
     public var columns: [PostgresColumn] { index.columns }
 
+    /// The value as text, whatever its type.
     public func string(_ column: String) throws -> String { try required(column, optionalString(column)) }
+    /// An `int2`, `int4` or `int8` (or numeric text that fits).
     public func int(_ column: String) throws -> Int { try required(column, optionalInt(column)) }
+    /// An integer that must fit 64 bits.
     public func int64(_ column: String) throws -> Int64 { try required(column, optionalInt64(column)) }
+    /// A `bool` (`t` / `f`).
     public func bool(_ column: String) throws -> Bool { try required(column, optionalBool(column)) }
+    /// A `float4`/`float8`/`numeric` value, `NaN` and `±Infinity` included.
     public func double(_ column: String) throws -> Double { try required(column, optionalDouble(column)) }
     /// A `timestamptz`, `timestamp` (read as UTC) or `date` value.
     public func date(_ column: String) throws -> Date { try required(column, optionalDate(column)) }
+    /// A `uuid`.
     public func uuid(_ column: String) throws -> UUID { try required(column, optionalUUID(column)) }
     /// A `bytea` value.
     public func bytes(_ column: String) throws -> [UInt8] { try required(column, optionalBytes(column)) }
 
+    /// `string(_:)`, or `nil` for NULL.
     public func optionalString(_ column: String) throws -> String? { try text(column) }
+    /// `int(_:)`, or `nil` for NULL.
     public func optionalInt(_ column: String) throws -> Int? { try decode(column, as: "an integer") { Int($0) } }
+    /// `int64(_:)`, or `nil` for NULL.
     public func optionalInt64(_ column: String) throws -> Int64? { try decode(column, as: "a 64-bit integer") { Int64($0) } }
+    /// `bool(_:)`, or `nil` for NULL.
     public func optionalBool(_ column: String) throws -> Bool? {
         try decode(column, as: "a boolean") { $0 == "t" ? true : $0 == "f" ? false : nil }
     }
+    /// `double(_:)`, or `nil` for NULL.
     public func optionalDouble(_ column: String) throws -> Double? {
         try decode(column, as: "a number") { text in
             switch text {
@@ -71,8 +84,11 @@ public struct PostgresRow: Sendable {
             }
         }
     }
+    /// `date(_:)`, or `nil` for NULL.
     public func optionalDate(_ column: String) throws -> Date? { try decode(column, as: "a timestamp") { PostgresTimestamp.parse($0) } }
+    /// `uuid(_:)`, or `nil` for NULL.
     public func optionalUUID(_ column: String) throws -> UUID? { try decode(column, as: "a UUID") { UUID(uuidString: $0) } }
+    /// `bytes(_:)`, or `nil` for NULL.
     public func optionalBytes(_ column: String) throws -> [UInt8]? { try decode(column, as: "bytea") { PostgresBytea.decode($0) } }
 
     private func text(_ column: String) throws -> String? {

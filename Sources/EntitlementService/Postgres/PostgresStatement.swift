@@ -1,9 +1,14 @@
+import Foundation
+
 /// One SQL statement and its parameters, for requests that send several statements in one round trip
 /// (`PostgresConnection.pipeline`, `PostgresPool.transaction(_:)`).
 public struct PostgresStatement: Sendable {
+    /// One SQL statement with `$1`, `$2`… placeholders.
     public let sql: String
+    /// The values bound to the placeholders, in order.
     public let parameters: [any PostgresEncodable]
 
+    /// A statement and its parameters.
     public init(_ sql: String, _ parameters: [any PostgresEncodable] = []) {
         self.sql = sql
         self.parameters = parameters
@@ -22,7 +27,7 @@ struct EncodedStatement: Sendable {
     /// Refuses what libpq would silently mangle: C strings end at NUL, so a NUL byte in the SQL text or in a
     /// parameter would truncate it rather than fail.
     init(_ sql: String, _ parameters: [any PostgresEncodable]) throws {
-        guard !sql.utf8.contains(0) else {
+        guard !sql.containsNULByte else {
             throw PostgresError(kind: .invalidParameter, message: "the SQL text contains a NUL byte")
         }
         guard parameters.count <= Self.maximumParameters else {
@@ -34,7 +39,7 @@ struct EncodedStatement: Sendable {
         values.reserveCapacity(parameters.count)
         for (i, parameter) in parameters.enumerated() {
             let text = parameter.postgresText()
-            if let text, text.utf8.contains(0) {
+            if let text, text.containsNULByte {
                 throw PostgresError(
                     kind: .invalidParameter,
                     message: "parameter $\(i + 1) contains a NUL byte, which PostgreSQL text cannot hold; send binary data as [UInt8] or Data")
@@ -49,5 +54,16 @@ struct EncodedStatement: Sendable {
 
     init(_ statement: PostgresStatement) throws {
         try self.init(statement.sql, statement.parameters)
+    }
+}
+
+extension String {
+    /// True when the UTF-8 form holds a NUL byte, which would end the C string libpq reads early.
+    var containsNULByte: Bool {
+        var text = self
+        return text.withUTF8 { bytes in
+            guard let start = bytes.baseAddress, !bytes.isEmpty else { return false }
+            return memchr(start, 0, bytes.count) != nil
+        }
     }
 }
