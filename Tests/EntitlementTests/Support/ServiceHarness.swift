@@ -1,0 +1,145 @@
+import EntitlementModel
+import Foundation
+@testable import EntitlementService
+
+/// The whole service in-process for end-to-end tests: the real `Application` on port 0 against a fresh
+/// PostgreSQL database of its own, the fake App Store (also in-process, on port 0) as its Apple, and a small
+/// JSON client that talks to it over loopback from off the loop.
+@Loop
+final class ServiceHarness {
+    nonisolated static let appKey = "app-key-0123456789"
+    nonisolated static let adminKey = "admin-key-0123456789"
+    nonisolated static let bundleID = "com.example.app"
+    nonisolated static let sharedSecret = "shared-secret-for-tests"
+
+    static let catalog = """
+        {"products": [
+          {"product_id": "com.example.premium.monthly", "type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "4.99", "price_currency": "USD"},
+          {"product_id": "com.example.premium.yearly", "type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "39.99", "price_currency": "USD"},
+          {"product_id": "com.example.coins.100", "type": "consumable", "currency": "coins", "amount": 100, "price": "0.99", "price_currency": "USD"},
+          {"product_id": "com.example.lifetime", "type": "non_consumable", "entitlements": ["pro"], "price": "19.99", "price_currency": "USD"},
+          {"product_id": "com.example.pass.month", "type": "non_renewing", "entitlements": ["pass"], "duration": "P1M", "price": "2.99", "price_currency": "USD"}
+        ]}
+        """
+
+    let application: Application
+    let fake: FakeAppStore
+    let port: Int
+    let databaseURL: String
+    private let databaseName: String
+
+    /// Starts everything; `environment` overrides the defaults (e.g. `RESTORE_POLICY`).
+    static func start(_ environment: [String: String] = [:]) async throws -> ServiceHarness {
+        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: sharedSecret))
+        let fakePort = try fake.start(port: 0)
+        let name = "e2e_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let admin = try await PostgresConnection.connect(try TestDatabase.url())
+        _ = try await admin.query("CREATE DATABASE \(name)")
+        admin.close()
+        let databaseURL = try TestDatabase.url(database: name)
+        let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
+        try Data(catalog.utf8).write(to: catalogFile)
+        var settings = [
+            "DATABASE_URL": databaseURL, "PORT": "0", "DATABASE_POOL_SIZE": "6",
+            "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "PRODUCTS_FILE": catalogFile.path,
+            "APPLE_SHARED_SECRET": sharedSecret, "APPLE_BUNDLE_ID": bundleID, "APPLE_TIMEOUT_MS": "3000",
+            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
+            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
+            "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "400",
+        ]
+        settings.merge(environment) { _, new in new }
+        let configuration = try Configuration(environment: settings)
+        let application = try await Application(configuration: configuration, migrationsDirectory: Migrator.defaultDirectory())
+        let port = try application.start()
+        return ServiceHarness(application: application, fake: fake, port: port, databaseURL: databaseURL, databaseName: name)
+    }
+
+    private init(application: Application, fake: FakeAppStore, port: Int, databaseURL: String, databaseName: String) {
+        self.application = application
+        self.fake = fake
+        self.port = port
+        self.databaseURL = databaseURL
+        self.databaseName = databaseName
+    }
+
+    /// Shuts the service and the fake down and drops the database.
+    func stop() async {
+        await application.shutdown()
+        await fake.shutdown()
+        if let admin = try? await PostgresConnection.connect(try TestDatabase.url()) {
+            _ = try? await admin.query("DROP DATABASE \(databaseName) WITH (FORCE)")
+            admin.close()
+        }
+    }
+
+    /// One request over a fresh loopback connection; the body is JSON text.
+    nonisolated func request(_ method: String, _ target: String, json: String? = nil, key: String? = ServiceHarness.appKey) async throws -> RawHTTPClient.Response {
+        let port = self.port
+        var headers: [(String, String)] = [("Content-Type", "application/json")]
+        if let key { headers.append(("Authorization", "Bearer \(key)")) }
+        let text = RawHTTPClient.request(method, target, headers: headers, body: json ?? (method == "GET" ? nil : ""))
+        return try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(text)
+            return try client.readResponse(timeout: 40)
+        }
+    }
+
+    /// Posts `receipt` for `userID` and returns the answer.
+    nonisolated func post(_ receipt: FakeReceipt, for userID: String, waitMs: Int = 10_000, orderID: String? = nil) async throws -> RawHTTPClient.Response {
+        var body: [String: String] = ["user_id": userID, "receipt_data": receipt.receiptData]
+        body["order_id"] = orderID
+        let json = String(decoding: try JSONEncoder().encode(body), as: UTF8.self)
+        return try await request("POST", "/v1/receipts?wait_ms=\(waitMs)", json: json)
+    }
+
+    /// The user's entitlements document, optionally at `at`.
+    nonisolated func entitlements(_ userID: String, at: String? = nil) async throws -> [String: Any] {
+        let query = at.map { "?at=\($0)" } ?? ""
+        let response = try await request("GET", "/v1/users/\(userID)/entitlements\(query)")
+        guard response.status == 200 else { throw RawHTTPClient.Failure.malformed("entitlements answered \(response.status): \(response.text)") }
+        return try response.json()
+    }
+
+    /// A SQL query against the service's database, for assertions on what it stored.
+    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
+        let connection = try await PostgresConnection.connect(databaseURL)
+        defer { connection.close() }
+        return try await connection.query(text, parameters).rows
+    }
+}
+
+extension Dictionary where Key == String, Value == Any {
+    /// `document["entitlements"][name]` as a dictionary.
+    func entitlement(_ name: String) -> [String: Any]? {
+        (self["entitlements"] as? [String: Any])?[name] as? [String: Any]
+    }
+}
+
+extension ServiceHarness {
+    /// Programs the fake App Store's answers for one receipt (steps as in `POST /control/scenarios`).
+    func program(_ receiptData: String, production: [JSONValue] = [], sandbox: [JSONValue] = []) throws {
+        let parse = { (steps: [JSONValue]) throws -> [FakeStep] in
+            try steps.map { step throws(FakeScenarioError) in
+                try FakeStep.parse(step) { name throws(FakeScenarioError) in throw FakeScenarioError("no fixtures here: \(name)") }
+            }
+        }
+        fake.state.setScenario(FakeScenario(production: try parse(production), sandbox: try parse(sandbox)), for: receiptData)
+    }
+
+    /// Takes the fake App Store down (HTTP 503 for everything) or brings it back.
+    func appleOutage(_ down: Bool) {
+        fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: down)
+    }
+
+    /// Polls `GET /v1/receipts/{id}` until its status leaves `pending`, for at most `seconds`.
+    nonisolated func awaitResolution(_ id: String, seconds: Double = 20) async throws -> [String: Any] {
+        let deadline = RawHTTPClient.now() + seconds
+        while true {
+            let state = try await request("GET", "/v1/receipts/\(id)").json()
+            if state["status"] as? String != "pending" || RawHTTPClient.now() > deadline { return state }
+            await Task.yield()
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
