@@ -35,7 +35,7 @@ final class ReceiptService {
         self.verifier = verifier
         self.retry = retry
         // A flow sends at most four requests (two repeats of 21002 and one redirect), plus room to record.
-        leaseMs = appleTimeoutMs * 4 + 30_000
+        leaseMs = appleTimeoutMs * 4 + 5_000
     }
 
     /// Stores a posted receipt and waits up to `waitMs` for its verification; nil when it is still pending then.

@@ -1,0 +1,103 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// What only a real process shows: graceful SIGTERM, and no receipt lost or counted twice across SIGKILL.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+@Loop
+struct ServiceProcessTests {
+    /// A fresh database, the fake App Store in-process, and the environment a child service needs.
+    private func setUp(latencyMs: Int = 0) async throws -> (fake: FakeAppStore, database: String, environment: [String: String]) {
+        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: ServiceHarness.sharedSecret, latencyMs: latencyMs))
+        let fakePort = try fake.start(port: 0)
+        let name = "proc_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let admin = try await PostgresConnection.connect(try TestDatabase.url())
+        _ = try await admin.query("CREATE DATABASE \(name)")
+        admin.close()
+        let catalog = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
+        try Data(ServiceHarness.catalog.utf8).write(to: catalog)
+        let environment = [
+            "DATABASE_URL": try TestDatabase.url(database: name), "API_KEYS": ServiceHarness.appKey,
+            "PRODUCTS_FILE": catalog.path, "APPLE_SHARED_SECRET": ServiceHarness.sharedSecret,
+            "APPLE_BUNDLE_ID": ServiceHarness.bundleID, "APPLE_TIMEOUT_MS": "1000",
+            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
+            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
+            "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "500", "MIGRATIONS_DIR": Migrator.defaultDirectory().path,
+        ]
+        return (fake, name, environment)
+    }
+
+    private func post(_ receipt: FakeReceipt, user: String, port: Int, waitMs: Int) async throws -> RawHTTPClient.Response {
+        let json = String(decoding: try JSONEncoder().encode(["user_id": user, "receipt_data": receipt.receiptData]), as: UTF8.self)
+        let text = RawHTTPClient.request("POST", "/v1/receipts?wait_ms=\(waitMs)",
+                                         headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")], body: json)
+        return try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(text)
+            return try client.readResponse(timeout: 30)
+        }
+    }
+
+    @Test func sigtermFinishesInFlightRequestsAndExitsZero() async throws {
+        let (fake, _, environment) = try await setUp(latencyMs: 1_500)
+        let service = try await offLoop { try ServiceProcess(environment: environment) }
+        let receipt = FakeReceipt(bundleID: ServiceHarness.bundleID).with {
+            $0.addPurchase("com.example.lifetime", transactionID: "term-1", purchased: Date())
+        }
+        let inFlight = Task { try await post(receipt, user: "term-user", port: service.port, waitMs: 20_000) }
+        // The request is in flight once the fake has seen it.
+        let deadline = RawHTTPClient.now() + 10
+        while fake.state.received.isEmpty && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 10) }
+        let signalled = RawHTTPClient.now()
+        service.signal(SIGTERM)
+        let answer = try await inFlight.value
+        #expect(answer.status == 202 || answer.status == 200, "\(answer.text)")
+        let status = try await offLoop { service.waitForExit(timeout: 10) }
+        #expect(status == 0, "\(service.log)")
+        #expect(RawHTTPClient.now() - signalled < 10)
+        #expect(service.log.contains("event=stopped"))
+        await fake.shutdown()
+    }
+
+    @Test func sigkillLosesNothingAndCountsNothingTwice() async throws {
+        let (fake, database, environment) = try await setUp(latencyMs: 3_000)
+        let first = try await offLoop { try ServiceProcess(environment: environment) }
+        let count = 12
+        var receipts: [FakeReceipt] = []
+        for index in 0..<count {
+            receipts.append(FakeReceipt(bundleID: ServiceHarness.bundleID).with {
+                $0.addPurchase("com.example.coins.100", transactionID: "kill-\(index)", purchased: Date())
+            })
+        }
+        for (index, receipt) in receipts.enumerated() {
+            let answer = try await post(receipt, user: "kill-user-\(index % 3)", port: first.port, waitMs: 0)
+            #expect(answer.status == 202, "\(answer.text)")
+        }
+        // Killed while every verification is in flight (the fake holds each answer for 3 s).
+        first.signal(SIGKILL)
+        _ = try await offLoop { first.waitForExit(timeout: 10) }
+        fake.state.configure(sharedSecret: nil, latencyMs: 0, outage: nil)
+
+        let second = try await offLoop { try ServiceProcess(environment: environment) }
+        let connection = try await PostgresConnection.connect(try TestDatabase.url(database: database))
+        let deadline = RawHTTPClient.now() + 60
+        var verified = 0
+        while RawHTTPClient.now() < deadline {
+            verified = try await connection.query("SELECT count(*)::int AS n FROM receipt_submissions WHERE status = 'verified'", []).rows[0].int("n")
+            if verified == count { break }
+            await LoopTimer.sleep(milliseconds: 100)
+        }
+        #expect(verified == count, "\(second.log)")
+        let submissions = try await connection.query("SELECT count(*)::int AS n FROM receipt_submissions", []).rows[0].int("n")
+        #expect(submissions == count)
+        let credits = try await connection.query("SELECT count(*)::int AS n, count(DISTINCT transaction_id)::int AS d FROM consumable_ledger WHERE kind = 'credit'", []).rows[0]
+        #expect(try credits.int("n") == count && credits.int("d") == count)
+        let balance = try await connection.query("SELECT sum(balance)::int AS total FROM consumable_balances", []).rows[0].int("total")
+        #expect(balance == count * 100)
+        connection.close()
+        second.signal(SIGTERM)
+        #expect(try await offLoop { second.waitForExit(timeout: 10) } == 0)
+        await fake.shutdown()
+    }
+}
