@@ -164,3 +164,10 @@ import Testing
         #expect(requestID == "abc")
     }
 }
+
+extension HTTPRequestParser {
+    /// Parses bytes held in an array.
+    func parse(_ bytes: [UInt8]) -> (consumed: Int, events: [HTTPParserEvent]) {
+        bytes.withUnsafeBytes { parse($0) }
+    }
+}

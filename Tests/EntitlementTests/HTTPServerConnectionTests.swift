@@ -4,7 +4,7 @@ import Testing
 /// Timeouts, the connection limit, slow clients and graceful shutdown.
 @Suite struct HTTPServerConnectionTests {
     @Test func stalledClientGets408AndIsClosedAfterTheHeaderTimeout() async throws {
-        let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 200))
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 500))
         let port = server.port
         let (response, closed, elapsed) = try await offLoop {
             let client = try RawHTTPClient(port: port)
@@ -16,7 +16,7 @@ import Testing
         #expect(response.status == 408)
         #expect(response.headers["Connection"] == "close")
         #expect(closed)
-        #expect(elapsed >= 0.15 && elapsed < 3)
+        #expect(elapsed >= 0.4 && elapsed < 5)
         await server.shutdown()
     }
 
@@ -72,7 +72,7 @@ import Testing
         #expect(open == "http_connections_open 301", "the server holds every staller and the client")
         #expect(latencies.count == 100)
         #expect(latencies[50] < 0.05, "median \(latencies[50]) s")
-        #expect(latencies[99] < 0.5, "max \(latencies[99]) s")
+        #expect(latencies[99] < 1, "max \(latencies[99]) s")
         #expect(stallers.count == 301)
         await server.shutdown()
     }

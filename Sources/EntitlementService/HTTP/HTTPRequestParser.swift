@@ -70,11 +70,6 @@ final class HTTPRequestParser {
         return (consumed, events)
     }
 
-    /// Convenience for callers holding an array.
-    func parse(_ bytes: [UInt8]) -> (consumed: Int, events: [HTTPParserEvent]) {
-        bytes.withUnsafeBytes { parse($0) }
-    }
-
     private func fail(_ failure: HTTPParseFailure) {
         failed = true
         let id = requestID ?? RequestID.accept(inValue ? nil : headers["X-Request-Id"])

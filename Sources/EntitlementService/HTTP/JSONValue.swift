@@ -53,14 +53,8 @@ public enum JSONValue: Sendable, Equatable, Codable,
         }
     }
 
-    /// The compact JSON text of this value; object keys are sorted so the output is stable.
+    /// Appends the compact JSON text of this value; object keys are sorted so the output is stable.
     /// Non-finite doubles, which JSON cannot express, are written as `null`.
-    public var jsonText: String {
-        var out = ""
-        write(to: &out)
-        return out
-    }
-
     func write(to out: inout String) {
         switch self {
         case .string(let value): Self.writeString(value, to: &out)
