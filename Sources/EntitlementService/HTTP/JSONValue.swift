@@ -53,6 +53,13 @@ public enum JSONValue: Sendable, Equatable, Codable,
         }
     }
 
+    /// The compact JSON text of this value; object keys are sorted so the output is stable.
+    public var jsonText: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
     /// Appends the compact JSON text of this value; object keys are sorted so the output is stable.
     /// Non-finite doubles, which JSON cannot express, are written as `null`.
     func write(to out: inout String) {
