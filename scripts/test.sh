@@ -14,4 +14,5 @@ export TEST_PG_DATA="$PGDIR" TEST_PG_BIN="$(pg_bindir)"
 echo "test database: $TEST_DATABASE_URL" >&2
 
 swift build --build-tests
-swift test --skip-build "$@"
+# Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.
+swift test --skip-build --no-parallel "$@"
