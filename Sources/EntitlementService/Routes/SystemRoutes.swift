@@ -4,7 +4,7 @@ struct SystemRoutes {
     let db: PostgresPool
 
     func register(on router: Router) {
-        router.get("/healthz") { _ in .json(["status": "ok"]) }
+        router.get("/healthz") { _ in Self.healthy }
         router.get("/readyz") { _ in
             do {
                 _ = try await db.query("SELECT 1", [])
@@ -14,11 +14,17 @@ struct SystemRoutes {
                 throw ProblemError(status: 503, detail: "The database does not answer.")
             }
         }
-        router.get("/metrics") { _ in .text(Metrics.shared.render(), contentType: "text/plain; version=0.0.4; charset=utf-8") }
-        router.get("/openapi.json") { _ in
-            var headers = HTTPHeaders()
-            headers.add("Content-Type", "application/json")
-            return HTTPResponse(status: 200, headers: headers, body: Array(OpenAPIDocument.json.utf8))
-        }
+        router.get("/metrics") { _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
+        router.get("/openapi.json") { _ in Self.openAPI }
+    }
+
+    /// Built once: the liveness answer is the hottest route and never changes.
+    private static let healthy = json(#"{"status":"ok"}"#)
+    private static let openAPI = json(OpenAPIDocument.json)
+
+    private static func json(_ text: String) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        return HTTPResponse(status: 200, headers: headers, body: Array(text.utf8))
     }
 }

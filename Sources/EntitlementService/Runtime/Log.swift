@@ -35,33 +35,64 @@ public enum Log {
 
     private static func write(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?>) {
         guard level >= minimum else { return }
-        var line = "ts=\(timestamp()) level=\(level.name) event=\(quote(event))"
+        var line = "ts="
+        line.reserveCapacity(160)
+        line += timestamp()
+        line += " level="
+        line += level.name
+        line += " event="
+        line += quote(event)
         for (key, value) in fields {
             guard let value else { continue }
-            line += " \(key)=\(quote(value.description))"
+            line += " "
+            line += key
+            line += "="
+            line += quote(value.description)
         }
         line += "\n"
-        lock.withLock { FileHandle.standardError.write(Data(line.utf8)) }
+        lock.withLock {
+            var bytes = line.utf8[...]
+            while !bytes.isEmpty {
+                let written = bytes.withContiguousStorageIfAvailable { Glibc.write(2, $0.baseAddress, $0.count) } ?? {
+                    let copy = Array(bytes)
+                    return copy.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+                }()
+                if written < 0 { if errno == EINTR { continue } else { return } }
+                bytes = bytes.dropFirst(written)
+            }
+        }
     }
 
+    nonisolated(unsafe) private static var cachedSecond: Int = -1
+    nonisolated(unsafe) private static var cachedPrefix = ""
+
+    /// `2026-11-22T01:20:00.123Z`; the part up to the second is formatted once per second.
     private static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var parts = tm()
-        var seconds = now.tv_sec
-        gmtime_r(&seconds, &parts)
-        let millis = now.tv_nsec / 1_000_000
-        func pad(_ v: Int32, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        let millis = Int(now.tv_nsec / 1_000_000)
+        let prefix: String = lock.withLock {
+            if cachedSecond != now.tv_sec {
+                var parts = tm()
+                var seconds = now.tv_sec
+                gmtime_r(&seconds, &parts)
+                cachedPrefix = "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
+                    + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))."
+                cachedSecond = now.tv_sec
+            }
+            return cachedPrefix
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+        return prefix + pad(millis, 3) + "Z"
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
     }
 
     /// Quotes a value when needed and escapes anything that could break the one-line format.
     static func quote(_ value: String) -> String {
-        let needsQuotes = value.isEmpty || value.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0.asciiValue.map { $0 < 0x20 || $0 == 0x7f } ?? false }
+        let needsQuotes = value.isEmpty || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7f }
         guard needsQuotes else { return value }
         var out = "\""
         for scalar in value.unicodeScalars {
