@@ -100,4 +100,33 @@ struct ServiceProcessTests {
         #expect(try await offLoop { second.waitForExit(timeout: 10) } == 0)
         await fake.shutdown()
     }
+
+    @Test func workersShareOnePortAndStopTogether() async throws {
+        let (fake, _, environment) = try await setUp()
+        let port = try TestDatabase.freePort()
+        let service = try await offLoop {
+            try ServiceProcess(environment: environment.merging(["WORKERS": "2", "PORT": String(port)]) { $1 })
+        }
+        // Both processes log that they serve the same port.
+        let deadline = RawHTTPClient.now() + 30
+        var serving: [Substring] = []
+        while RawHTTPClient.now() < deadline {
+            serving = service.log.split(separator: "\n").filter { $0.contains("event=serving") && $0.contains("port=\(port)") }
+            if serving.count == 2 { break }
+            await LoopTimer.sleep(milliseconds: 20)
+        }
+        #expect(serving.count == 2, "\(service.log)")
+        for _ in 0..<20 {
+            let health = try await offLoop {
+                let client = try RawHTTPClient(port: port)
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                return try client.readResponse()
+            }
+            #expect(health.status == 200)
+        }
+        service.signal(SIGTERM)
+        #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
+        #expect(service.log.components(separatedBy: "event=stopped").count - 1 == 2, "\(service.log)")
+        await fake.shutdown()
+    }
 }

@@ -18,9 +18,12 @@ enum Commands {
                 return 0
             case .serve:
                 let configuration = try loadConfiguration()
+                let copies = try WorkerProcesses.count(environment: ProcessInfo.processInfo.environment)
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
                 _ = try application.start()
+                let children = try WorkerProcesses.spawn(copies)
                 await application.runUntilSignalled()
+                await WorkerProcesses.stop(children)
                 return 0
             case .fakeAppStore(let port, let host):
                 return await FakeAppStore.runCommand(host: host, port: port)

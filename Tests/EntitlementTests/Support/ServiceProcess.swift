@@ -18,7 +18,7 @@ final class ServiceProcess: @unchecked Sendable {
     init(environment: [String: String], timeout: Double = 60) throws {
         process.executableURL = Self.executable
         process.arguments = ["serve"]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment.merging(["PORT": "0"]) { $1 }) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["PORT": "0"].merging(environment) { $1 }) { $1 }
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
         errors.fileHandleForReading.readabilityHandler = { [weak self] handle in
