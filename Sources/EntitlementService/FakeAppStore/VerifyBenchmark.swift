@@ -7,8 +7,10 @@ import Foundation
 /// compared with the endpoint's latency, the process's peak RSS and the worst loop stall meanwhile.
 ///
 ///     bench-verify --production-url URL --sandbox-url URL --latency-ms MS
-///                  [--count 1000] [--ca-bundle PEM] [--secret S] [--timeout-ms 30000]
+///                  [--count 1000] [--periods 12] [--ca-bundle PEM] [--secret S] [--timeout-ms 30000]
 ///
+/// Every verification posts the same fake receipt: a consumable, a lifetime purchase and a monthly
+/// subscription renewed for `--periods` months (12: about 28 KB of answer, as for a year-old subscriber).
 /// Output is one line of `key=value` pairs: `count`, `verified`, `retry_later`, `rejected`,
 /// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `peak_rss_kb`
 /// (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0 when every
@@ -19,6 +21,7 @@ enum VerifyBenchmark {
         var sandboxURL: String
         var latencyMs: Int
         var count = 1_000
+        var periods = 12
         var caBundle: String?
         var secret: String?
         var timeoutMs = 30_000
@@ -40,19 +43,16 @@ enum VerifyBenchmark {
         let verifier = AppStoreClient(http: client, settings: AppStoreSettings(
             productionURL: options.productionURL, sandboxURL: options.sandboxURL, sharedSecret: options.secret,
             bundleID: nil, timeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs))
-        let receiptData = sampleReceipt().receiptData
+        let receiptData = sampleReceipt(periods: options.periods).receiptData
 
         let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 100_000)
         monitor.start(registering: Metrics())
         let started = uv_hrtime()
-        let results = await withTaskGroup(of: VerificationFlow.Result.self) { group in
-            for _ in 0..<options.count {
-                group.addTask { await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
-            }
-            var results: [VerificationFlow.Result] = []
-            for await result in group { results.append(result) }
-            return results
+        let tasks = (0..<options.count).map { _ in
+            Task { @Loop in await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
         }
+        var results: [VerificationFlow.Result] = []
+        for task in tasks { results.append(await task.value) }
         let wallMs = Double(uv_hrtime() - started) / 1e6
         monitor.stop()
 
@@ -75,21 +75,21 @@ enum VerifyBenchmark {
         return tally["verified"] == options.count ? 0 : 1
     }
 
-    /// A receipt with a consumable, a lifetime purchase and a renewing monthly subscription.
-    static func sampleReceipt() -> FakeReceipt {
+    /// A receipt with a consumable, a lifetime purchase and a monthly subscription renewed `periods` times.
+    static func sampleReceipt(periods: Int) -> FakeReceipt {
         let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
         var receipt = FakeReceipt(bundleID: "com.example.app", environment: .production)
         receipt.addPurchase("com.example.coins.100", transactionID: "2000000001", purchased: start)
         receipt.addPurchase("com.example.lifetime", transactionID: "2000000002", purchased: start)
         receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "2000000003", start: start,
-                                period: ISODuration(months: 1), periods: 12)
+                                period: ISODuration(months: 1), periods: periods)
         return receipt
     }
 
     static func parse(_ arguments: [String]) throws(VerifyBenchmarkError) -> Options {
         var values: [String: String] = [:]
         var index = 0
-        let known = ["--production-url", "--sandbox-url", "--latency-ms", "--count", "--ca-bundle", "--secret", "--timeout-ms"]
+        let known = ["--production-url", "--sandbox-url", "--latency-ms", "--count", "--periods", "--ca-bundle", "--secret", "--timeout-ms"]
         while index < arguments.count {
             let option = arguments[index]
             guard known.contains(option) else { throw VerifyBenchmarkError(message: "unknown option '\(option)'") }
@@ -112,6 +112,7 @@ enum VerifyBenchmark {
         }
         var options = Options(productionURL: production, sandboxURL: sandbox, latencyMs: latency)
         options.count = try integer("--count", 1...100_000) ?? options.count
+        options.periods = try integer("--periods", 1...1_000) ?? options.periods
         options.timeoutMs = try integer("--timeout-ms", 1...600_000) ?? options.timeoutMs
         options.caBundle = values["--ca-bundle"]
         options.secret = values["--secret"]
