@@ -12,9 +12,10 @@ import Foundation
 /// Every verification posts the same fake receipt: a consumable, a lifetime purchase and a monthly
 /// subscription renewed for `--periods` months (12: about 28 KB of answer, as for a year-old subscriber).
 /// Output is one line of `key=value` pairs: `count`, `verified`, `retry_later`, `rejected`,
-/// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `peak_rss_kb`
-/// (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0 when every
-/// verification was verified, 1 otherwise, 2 for bad arguments.
+/// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `cpu_ms` (the
+/// process's user and system CPU time during the run, which other load on the machine does not inflate),
+/// `peak_rss_kb` (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0
+/// when every verification was verified, 1 otherwise, 2 for bad arguments.
 enum VerifyBenchmark {
     struct Options: Equatable {
         var productionURL: String
@@ -47,6 +48,7 @@ enum VerifyBenchmark {
 
         let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 100_000)
         monitor.start(registering: Metrics())
+        let cpuBefore = cpuMilliseconds()
         let started = uv_hrtime()
         let tasks = (0..<options.count).map { _ in
             Task { @Loop in await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
@@ -54,6 +56,7 @@ enum VerifyBenchmark {
         var results: [VerificationFlow.Result] = []
         for task in tasks { results.append(await task.value) }
         let wallMs = Double(uv_hrtime() - started) / 1e6
+        let cpuMs = cpuMilliseconds() - cpuBefore
         monitor.stop()
 
         var tally = ["verified": 0, "retry_later": 0, "rejected": 0, "configuration_error": 0]
@@ -69,7 +72,7 @@ enum VerifyBenchmark {
         print([
             "count=\(options.count)", "verified=\(tally["verified"]!)", "retry_later=\(tally["retry_later"]!)",
             "rejected=\(tally["rejected"]!)", "configuration_error=\(tally["configuration_error"]!)",
-            "wall_ms=\(format(wallMs))", "latency_ms=\(options.latencyMs)", "ratio=\(format(ratio, digits: 3))",
+            "wall_ms=\(format(wallMs))", "latency_ms=\(options.latencyMs)", "ratio=\(format(ratio, digits: 3))", "cpu_ms=\(format(cpuMs))",
             "peak_rss_kb=\(peakRSSKilobytes() ?? -1)", "max_loop_stall_ms=\(format(monitor.maxLag * 1_000))",
         ].joined(separator: " "))
         return tally["verified"] == options.count ? 0 : 1
@@ -125,6 +128,14 @@ enum VerifyBenchmark {
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return nil }
         return Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+    }
+
+    /// User plus system CPU time of the process so far, in milliseconds.
+    static func cpuMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1_000 + Double(time.tv_usec) / 1_000 }
+        return milliseconds(usage.ru_utime) + milliseconds(usage.ru_stime)
     }
 
     private static func format(_ value: Double, digits: Int = 1) -> String {
