@@ -300,6 +300,19 @@ import Testing
         }
     }
 
+    /// The request body is `{"exclude-old-transactions":false,"password":…,"receipt-data":…}`, base64 receipts
+    /// copied in as they are and anything else escaped.
+    @Test(arguments: ["MIIT8wYJKoZIhvcNAQcCoIIT5DCCE+A=", "with \"quotes\", \\ and\na newline", "ünïcode", ""])
+    @Loop func requestBodyIsTheRequestsJSON(receiptData: String) throws {
+        for password in [nil, "se\"cret"] as [String?] {
+            var expected: [String: JSONValue] = ["receipt-data": .string(receiptData), "exclude-old-transactions": false]
+            if let password { expected["password"] = .string(password) }
+            let body = AppStoreClient.requestBody(receiptData: receiptData, password: password)
+            #expect(body == Array(JSONValue.object(expected).jsonText.utf8))
+            #expect(try JSONDecoder().decode(JSONValue.self, from: Data(body)) == .object(expected))
+        }
+    }
+
     @Test func fixturesAreThere() {
         #expect(Fixtures.jsonNames(prefix: "verifyreceipt_").count >= 17)
     }

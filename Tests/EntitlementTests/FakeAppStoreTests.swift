@@ -182,6 +182,22 @@ import Testing
         #expect(state.counts == [.production: 1, .sandbox: 2])
     }
 
+    /// A fake receipt's answer is rendered once per receipt, endpoint and second; `request_date` is that second.
+    @Test func answersAreRenderedPerSecond() throws {
+        var state = FakeAppStoreState(configuration: FakeAppStoreConfiguration())
+        let receipt = Self.richReceipt().receiptData
+        func answer(_ now: Date, excludeOld: Bool = false) throws -> AppStoreResponse {
+            let reply = state.verify(environment: .production, body: Self.requestBody(receipt, excludeOld: excludeOld), now: now)
+            guard case .respond(200, let body) = reply.action else { throw FakeAppStoreHarness.HarnessFailure(message: "\(reply)") }
+            return try AppStoreResponse(jsonData: Data(body))
+        }
+        let first = try answer(Self.now.addingTimeInterval(0.25))
+        #expect(first.receipt?.requestDate == Self.now)
+        #expect(try answer(Self.now.addingTimeInterval(0.75)) == first)
+        #expect(try answer(Self.now.addingTimeInterval(1.5)).receipt?.requestDate == Self.now.addingTimeInterval(1))
+        #expect(try answer(Self.now, excludeOld: true).latestReceiptInfo.count == 2)
+    }
+
     @Test func unreadableRequestsAre21000AndUnknownReceipts21002() {
         var state = FakeAppStoreState(configuration: FakeAppStoreConfiguration())
         for body in ["", "nonsense", "[]", #""receipt""#] {

@@ -96,10 +96,30 @@ final class AppStoreClient: ReceiptVerifier {
         return outcome
     }
 
-    /// The JSON body of a verifyReceipt request.
+    /// The JSON body of a verifyReceipt request: `{"exclude-old-transactions":false,"password":…,"receipt-data":…}`.
+    ///
+    /// Receipt data is base64 (tens of kilobytes), which JSON needs no escaping for, so it is copied in as
+    /// bytes; receipt data with anything else in it goes through `JSONValue`'s escaping.
     static func requestBody(receiptData: String, password: String?) -> [UInt8] {
-        var body: [String: JSONValue] = ["receipt-data": .string(receiptData), "exclude-old-transactions": .bool(false)]
+        var body: [String: JSONValue] = ["exclude-old-transactions": .bool(false)]
         if let password { body["password"] = .string(password) }
-        return Array(JSONValue.object(body).jsonText.utf8)
+        let plain = receiptData.utf8.withContiguousStorageIfAvailable { $0.allSatisfy(needsNoEscaping) }
+            ?? receiptData.utf8.allSatisfy(needsNoEscaping)
+        guard plain else {
+            body["receipt-data"] = .string(receiptData)
+            return Array(JSONValue.object(body).jsonText.utf8)
+        }
+        // "receipt-data" sorts after the other keys, so the text is what `jsonText` would write.
+        var bytes = Array(JSONValue.object(body).jsonText.utf8.dropLast())
+        bytes.reserveCapacity(bytes.count + receiptData.utf8.count + 20)
+        bytes += #","receipt-data":""#.utf8
+        bytes += receiptData.utf8
+        bytes += #""}"#.utf8
+        return bytes
+    }
+
+    /// Printable ASCII other than `"` and `\`: written into a JSON string as is.
+    private static func needsNoEscaping(_ byte: UInt8) -> Bool {
+        byte >= 0x20 && byte < 0x7F && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
     }
 }

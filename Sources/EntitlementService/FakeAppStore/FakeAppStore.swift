@@ -30,7 +30,8 @@ public final class FakeAppStore {
         state = FakeAppStoreState(configuration: configuration)
     }
 
-    /// Binds `host:port` (0 picks a free port) and serves; returns the bound port.
+    /// Binds `host:port` (0 picks a free port) and serves; returns the bound port. The routes hold the fake
+    /// unowned: keep it alive until `shutdown()` returns.
     public func start(host: String = "127.0.0.1", port: Int) throws -> Int {
         precondition(server == nil, "FakeAppStore.start called twice")
         let router = Router()

@@ -35,6 +35,9 @@ struct FakeAppStoreState {
     /// The settings in force (the start configuration changed by `configure`).
     private(set) var configuration: FakeAppStoreConfiguration
     private var scenarios: [String: FakeScenario] = [:]
+    /// Answers rendered lately (see `answer`); emptied when it reaches `renderedLimit` entries.
+    private var rendered: [AnswerKey: (second: Double, body: [UInt8])] = [:]
+    private static let renderedLimit = 256
     /// The newest received requests, oldest first.
     private(set) var received: [ReceivedRequest] = []
     /// verifyReceipt requests received per endpoint since the start or the last reset.
@@ -61,6 +64,7 @@ struct FakeAppStoreState {
     mutating func reset() {
         configuration = initial
         scenarios = [:]
+        rendered = [:]
         received = []
         counts = [:]
     }
@@ -70,7 +74,7 @@ struct FakeAppStoreState {
     /// wrong or missing password (when a shared secret is configured) `21004`; then the receipt's scenario,
     /// if one was programmed for this endpoint; else a fake receipt verifies in its own environment (`21007`
     /// from production for a sandbox receipt, `21008` from sandbox for a production one), and anything else
-    /// is `21002`. `now` is the answer's `request_date`.
+    /// is `21002`. `now`, truncated to the second, is the answer's `request_date`.
     mutating func verify(environment: StoreEnvironment, body: [UInt8], now: Date) -> Reply {
         let request = try? JSONDecoder().decode(JSONValue.self, from: Data(body))
         let fields: [String: JSONValue]? = if case .object(let fields)? = request { fields } else { nil }
@@ -87,31 +91,47 @@ struct FakeAppStoreState {
         if let secret = configuration.sharedSecret, password != secret {
             return Reply(delayMs: latency, action: .respond(httpStatus: 200, body: Self.status(21004)))
         }
-        func answer() -> [UInt8] {
-            Self.answer(receiptData: receiptData, environment: environment, excludeOld: exclude ?? false, now: now)
-        }
         guard let receiptData, var scenario = scenarios[receiptData], let step = scenario.next(for: environment) else {
-            return Reply(delayMs: latency, action: .respond(httpStatus: 200, body: answer()))
+            let body = answer(receiptData: receiptData, environment: environment, excludeOld: exclude ?? false, now: now)
+            return Reply(delayMs: latency, action: .respond(httpStatus: 200, body: body))
         }
         scenarios[receiptData] = scenario
         switch step.reply {
         case .stall:
             return Reply(delayMs: latency + step.delayMs, action: .stall)
         case .respond(let httpStatus, let body):
-            return Reply(delayMs: latency + step.delayMs, action: .respond(httpStatus: httpStatus, body: body ?? answer()))
+            let body = body ?? answer(receiptData: receiptData, environment: environment, excludeOld: exclude ?? false, now: now)
+            return Reply(delayMs: latency + step.delayMs, action: .respond(httpStatus: httpStatus, body: body))
         }
     }
 
-    /// The body without a scenario: a fake receipt's answer, a redirect status, or `21002`.
-    private static func answer(receiptData: String?, environment: StoreEnvironment, excludeOld: Bool, now: Date) -> [UInt8] {
-        guard let receiptData, let receipt = FakeReceipt(receiptData: receiptData) else { return status(21002) }
-        switch (receipt.environment, environment) {
-        case (.sandbox, .production): return status(21007)
-        case (.production, .sandbox): return status(21008)
-        default:
-            let body = receipt.verifyReceiptBody(receiptData: receiptData, requestDate: now, excludeOldTransactions: excludeOld)
-            return Array(body.jsonText.utf8)
+    /// The body without a scenario: a fake receipt's answer, a redirect status, or `21002`. Answers are
+    /// rendered once per receipt, endpoint and second (`request_date` is a whole second), so a receipt posted
+    /// again and again (retries, a benchmark) costs a lookup rather than a decode and a render.
+    private mutating func answer(receiptData: String?, environment: StoreEnvironment, excludeOld: Bool, now: Date) -> [UInt8] {
+        guard let receiptData else { return Self.status(21002) }
+        let key = AnswerKey(receiptData: receiptData, environment: environment, excludeOld: excludeOld)
+        let second = now.timeIntervalSince1970.rounded(.down)
+        if let cached = rendered[key], cached.second == second { return cached.body }
+        let body: [UInt8]
+        switch FakeReceipt(receiptData: receiptData).map({ ($0, $0.environment, environment) }) {
+        case nil: body = Self.status(21002)
+        case (_, .sandbox, .production)?: body = Self.status(21007)
+        case (_, .production, .sandbox)?: body = Self.status(21008)
+        case (let receipt, _, _)?:
+            body = Array(receipt.verifyReceiptBody(
+                receiptData: receiptData, requestDate: Date(timeIntervalSince1970: second), excludeOldTransactions: excludeOld
+            ).jsonText.utf8)
         }
+        if rendered.count >= Self.renderedLimit { rendered.removeAll() }
+        rendered[key] = (second, body)
+        return body
+    }
+
+    private struct AnswerKey: Hashable {
+        var receiptData: String
+        var environment: StoreEnvironment
+        var excludeOld: Bool
     }
 
     private static func status(_ status: Int) -> [UInt8] {

@@ -7,18 +7,22 @@ import Foundation
 /// compared with the endpoint's latency, the process's peak RSS and the worst loop stall meanwhile.
 ///
 ///     bench-verify --production-url URL --sandbox-url URL --latency-ms MS
-///                  [--count 1000] [--ca-bundle PEM] [--secret S] [--timeout-ms 30000]
+///                  [--count 1000] [--periods 12] [--ca-bundle PEM] [--secret S] [--timeout-ms 30000]
 ///
+/// Every verification posts the same fake receipt: a consumable, a lifetime purchase and a monthly
+/// subscription renewed for `--periods` months (12: about 28 KB of answer, as for a year-old subscriber).
 /// Output is one line of `key=value` pairs: `count`, `verified`, `retry_later`, `rejected`,
-/// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `peak_rss_kb`
-/// (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0 when every
-/// verification was verified, 1 otherwise, 2 for bad arguments.
+/// `configuration_error`, `wall_ms`, `latency_ms`, `ratio` (`(wall - latency) / latency`), `cpu_ms` (the
+/// process's user and system CPU time during the run, which other load on the machine does not inflate),
+/// `peak_rss_kb` (`VmHWM`) and `max_loop_stall_ms` (the latest a 10 ms loop timer ran). The exit status is 0
+/// when every verification was verified, 1 otherwise, 2 for bad arguments.
 enum VerifyBenchmark {
     struct Options: Equatable {
         var productionURL: String
         var sandboxURL: String
         var latencyMs: Int
         var count = 1_000
+        var periods = 12
         var caBundle: String?
         var secret: String?
         var timeoutMs = 30_000
@@ -40,20 +44,19 @@ enum VerifyBenchmark {
         let verifier = AppStoreClient(http: client, settings: AppStoreSettings(
             productionURL: options.productionURL, sandboxURL: options.sandboxURL, sharedSecret: options.secret,
             bundleID: nil, timeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs))
-        let receiptData = sampleReceipt().receiptData
+        let receiptData = sampleReceipt(periods: options.periods).receiptData
 
         let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 100_000)
         monitor.start(registering: Metrics())
+        let cpuBefore = cpuMilliseconds()
         let started = uv_hrtime()
-        let results = await withTaskGroup(of: VerificationFlow.Result.self) { group in
-            for _ in 0..<options.count {
-                group.addTask { await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
-            }
-            var results: [VerificationFlow.Result] = []
-            for await result in group { results.append(result) }
-            return results
+        let tasks = (0..<options.count).map { _ in
+            Task { @Loop in await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
         }
+        var results: [VerificationFlow.Result] = []
+        for task in tasks { results.append(await task.value) }
         let wallMs = Double(uv_hrtime() - started) / 1e6
+        let cpuMs = cpuMilliseconds() - cpuBefore
         monitor.stop()
 
         var tally = ["verified": 0, "retry_later": 0, "rejected": 0, "configuration_error": 0]
@@ -69,27 +72,27 @@ enum VerifyBenchmark {
         print([
             "count=\(options.count)", "verified=\(tally["verified"]!)", "retry_later=\(tally["retry_later"]!)",
             "rejected=\(tally["rejected"]!)", "configuration_error=\(tally["configuration_error"]!)",
-            "wall_ms=\(format(wallMs))", "latency_ms=\(options.latencyMs)", "ratio=\(format(ratio, digits: 3))",
+            "wall_ms=\(format(wallMs))", "latency_ms=\(options.latencyMs)", "ratio=\(format(ratio, digits: 3))", "cpu_ms=\(format(cpuMs))",
             "peak_rss_kb=\(peakRSSKilobytes() ?? -1)", "max_loop_stall_ms=\(format(monitor.maxLag * 1_000))",
         ].joined(separator: " "))
         return tally["verified"] == options.count ? 0 : 1
     }
 
-    /// A receipt with a consumable, a lifetime purchase and a renewing monthly subscription.
-    static func sampleReceipt() -> FakeReceipt {
+    /// A receipt with a consumable, a lifetime purchase and a monthly subscription renewed `periods` times.
+    static func sampleReceipt(periods: Int) -> FakeReceipt {
         let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
         var receipt = FakeReceipt(bundleID: "com.example.app", environment: .production)
         receipt.addPurchase("com.example.coins.100", transactionID: "2000000001", purchased: start)
         receipt.addPurchase("com.example.lifetime", transactionID: "2000000002", purchased: start)
         receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "2000000003", start: start,
-                                period: ISODuration(months: 1), periods: 12)
+                                period: ISODuration(months: 1), periods: periods)
         return receipt
     }
 
     static func parse(_ arguments: [String]) throws(VerifyBenchmarkError) -> Options {
         var values: [String: String] = [:]
         var index = 0
-        let known = ["--production-url", "--sandbox-url", "--latency-ms", "--count", "--ca-bundle", "--secret", "--timeout-ms"]
+        let known = ["--production-url", "--sandbox-url", "--latency-ms", "--count", "--periods", "--ca-bundle", "--secret", "--timeout-ms"]
         while index < arguments.count {
             let option = arguments[index]
             guard known.contains(option) else { throw VerifyBenchmarkError(message: "unknown option '\(option)'") }
@@ -112,6 +115,7 @@ enum VerifyBenchmark {
         }
         var options = Options(productionURL: production, sandboxURL: sandbox, latencyMs: latency)
         options.count = try integer("--count", 1...100_000) ?? options.count
+        options.periods = try integer("--periods", 1...1_000) ?? options.periods
         options.timeoutMs = try integer("--timeout-ms", 1...600_000) ?? options.timeoutMs
         options.caBundle = values["--ca-bundle"]
         options.secret = values["--secret"]
@@ -124,6 +128,14 @@ enum VerifyBenchmark {
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
         else { return nil }
         return Int(line.dropFirst("VmHWM:".count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
+    }
+
+    /// User plus system CPU time of the process so far, in milliseconds.
+    static func cpuMilliseconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func milliseconds(_ time: timeval) -> Double { Double(time.tv_sec) * 1_000 + Double(time.tv_usec) / 1_000 }
+        return milliseconds(usage.ru_utime) + milliseconds(usage.ru_stime)
     }
 
     private static func format(_ value: Double, digits: Int = 1) -> String {
