@@ -30,13 +30,14 @@ extension KeyedDecodingContainer {
     /// An integer written as a number (`21006`) or as a string (`"1"`).
     func appleInt(_ key: Key) throws -> Int? {
         guard try isPresent(key) else { return nil }
+        // Apple mostly sends strings, so that spelling is tried first: every failed attempt costs an error.
+        if let text = try? decode(String.self, forKey: key) {
+            if let integer = Int(text.appleTrimmed) { return integer }
+            throw corrupted(key, "expected an integer or a string holding one")
+        }
         if let integer = try? decode(Int.self, forKey: key) { return integer }
         if let number = try? decode(Double.self, forKey: key), number.rounded() == number, abs(number) < 1e15 {
             return Int(number)
-        }
-        if let text = try? decode(String.self, forKey: key),
-           let integer = Int(text.trimmingCharacters(in: .whitespaces)) {
-            return integer
         }
         throw corrupted(key, "expected an integer or a string holding one")
     }
@@ -44,25 +45,26 @@ extension KeyedDecodingContainer {
     /// A boolean written as `true`/`false`, `1`/`0`, or any of those as a string.
     func appleBool(_ key: Key) throws -> Bool? {
         guard try isPresent(key) else { return nil }
-        if let flag = try? decode(Bool.self, forKey: key) { return flag }
-        if let integer = try? decode(Int.self, forKey: key), integer == 0 || integer == 1 { return integer == 1 }
         if let text = try? decode(String.self, forKey: key) {
-            switch text.trimmingCharacters(in: .whitespaces).lowercased() {
+            switch text.appleTrimmed.lowercased() {
             case "true", "1": return true
             case "false", "0": return false
-            default: break
+            default: throw corrupted(key, "expected a boolean (true/false/1/0, plain or as a string)")
             }
         }
+        if let flag = try? decode(Bool.self, forKey: key) { return flag }
+        if let integer = try? decode(Int.self, forKey: key), integer == 0 || integer == 1 { return integer == 1 }
         throw corrupted(key, "expected a boolean (true/false/1/0, plain or as a string)")
     }
 
     /// An instant in milliseconds since 1970, as a number or a string; fractional milliseconds are kept.
     func appleMilliseconds(_ key: Key) throws -> Date? {
         guard try isPresent(key) else { return nil }
-        if let number = try? decode(Double.self, forKey: key) { return AppleDateText.date(milliseconds: number) }
-        if let text = try? decode(String.self, forKey: key), let date = AppleDateText.parseMilliseconds(text) {
-            return date
+        if let text = try? decode(String.self, forKey: key) {
+            if let date = AppleDateText.parseMilliseconds(text) { return date }
+            throw corrupted(key, "expected milliseconds since 1970 as a number or a string")
         }
+        if let number = try? decode(Double.self, forKey: key) { return AppleDateText.date(milliseconds: number) }
         throw corrupted(key, "expected milliseconds since 1970 as a number or a string")
     }
 
@@ -118,7 +120,7 @@ struct OneOrMany<Element: Decodable>: Decodable {
 enum AppleDateText {
     /// `"1350157208197"` or `"1697679936049.7297"`: milliseconds since 1970.
     static func parseMilliseconds(_ text: String) -> Date? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let trimmed = text.appleTrimmed
         guard let first = trimmed.first, first.isNumber || first == "-",
               let number = Double(trimmed), number.isFinite
         else { return nil }
@@ -145,17 +147,17 @@ enum AppleDateText {
               (1...12).contains(month), (1...31).contains(dayOfMonth),
               (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
         else { return nil }
-        let days = daysSinceEpoch(year: year, month: month, day: dayOfMonth)
+        let days = Int(CivilCalendar.days(year: year, month: month, day: dayOfMonth))
         return Date(timeIntervalSince1970: TimeInterval(days * 86_400 + hour * 3_600 + minute * 60 + second))
     }
+}
 
-    /// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's `days_from_civil`).
-    private static func daysSinceEpoch(year: Int, month: Int, day: Int) -> Int {
-        let shiftedYear = month <= 2 ? year - 1 : year
-        let era = (shiftedYear >= 0 ? shiftedYear : shiftedYear - 399) / 400
-        let yearOfEra = shiftedYear - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
+extension String {
+    /// Without leading and trailing spaces and tabs; the string itself in the usual case where it has none,
+    /// without the Foundation bridging `trimmingCharacters` costs.
+    var appleTrimmed: String {
+        guard let first = utf8.first, let last = utf8.last,
+              first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 else { return self }
+        return String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
     }
 }

@@ -82,6 +82,8 @@ public final class FakeAppStore {
         case .stall:
             _ = await hold(milliseconds: nil)
             return Self.released
+        case .drop:
+            return .dropConnection
         case .respond(let status, let body):
             let json = body.first == UInt8(ascii: "{") || body.first == UInt8(ascii: "[")
             return HTTPResponse(

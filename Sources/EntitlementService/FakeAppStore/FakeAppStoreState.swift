@@ -12,6 +12,8 @@ struct FakeAppStoreState {
             case respond(httpStatus: Int, body: [UInt8])
             /// Hold the request without answering.
             case stall
+            /// Close the connection without answering.
+            case drop
         }
 
         /// Wait this long first (the configured latency plus the step's delay).
@@ -99,6 +101,8 @@ struct FakeAppStoreState {
         switch step.reply {
         case .stall:
             return Reply(delayMs: latency + step.delayMs, action: .stall)
+        case .drop:
+            return Reply(delayMs: latency + step.delayMs, action: .drop)
         case .respond(let httpStatus, let body):
             let body = body ?? answer(receiptData: receiptData, environment: environment, excludeOld: exclude ?? false, now: now)
             return Reply(delayMs: latency + step.delayMs, action: .respond(httpStatus: httpStatus, body: body))

@@ -2,7 +2,7 @@ import EntitlementModel
 
 /// One programmed answer of the fake App Store, parsed from a control-API step such as `{"status": 21007}`,
 /// `{"fixture": "verifyreceipt_status0_….json"}`, `{"body": {...}}`, `{"http_status": 503}`,
-/// `{"delay_ms": 2000}` or `{"action": "stall"}`.
+/// `{"delay_ms": 2000}`, `{"action": "stall"}` or `{"action": "drop"}`.
 struct FakeStep: Sendable, Equatable {
     /// What the step sends back.
     enum Reply: Sendable, Equatable {
@@ -10,6 +10,8 @@ struct FakeStep: Sendable, Equatable {
         case respond(httpStatus: Int, body: [UInt8]?)
         /// Never answer: the request stays open until the fake resets or shuts down.
         case stall
+        /// Close the connection without answering.
+        case drop
     }
 
     var reply: Reply
@@ -38,10 +40,11 @@ struct FakeStep: Sendable, Equatable {
             guard bodySources.isEmpty, step["http_status"] == nil else {
                 throw FakeScenarioError("'action' cannot be combined with a body or 'http_status'")
             }
-            guard action == "stall" else {
-                throw FakeScenarioError("'action' must be \"stall\"")
+            switch action {
+            case "stall": return FakeStep(reply: .stall, delayMs: delayMs)
+            case "drop": return FakeStep(reply: .drop, delayMs: delayMs)
+            default: throw FakeScenarioError("'action' must be \"stall\" or \"drop\"")
             }
-            return FakeStep(reply: .stall, delayMs: delayMs)
         }
         let httpStatus = try integer(step["http_status"], "http_status", in: 200...599) ?? 200
         var body: [UInt8]?

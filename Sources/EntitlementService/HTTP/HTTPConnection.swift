@@ -137,7 +137,7 @@ final class HTTPConnection {
                 "request_id": request.requestID, "method": request.method, "route": route,
                 "status": response.status, "duration_ms": Self.milliseconds(nanoseconds),
             ])
-            self.run(self.machine.handlerFinished(response))
+            self.run(response.dropsConnection ? self.machine.ioFailed() : self.machine.handlerFinished(response))
         }
     }
 

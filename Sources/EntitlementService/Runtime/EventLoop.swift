@@ -62,12 +62,19 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         precondition(inLoopThread, "expected to run on the uv loop thread")
     }
 
-    /// Runs the jobs queued so far; jobs they enqueue wait for the next loop iteration, so I/O is never starved.
+    /// At most this many jobs run per wake-up, so timers and sockets are served between bursts of work.
+    static let batchLimit = 64
+
+    /// Runs the oldest queued jobs, at most `batchLimit`; jobs they enqueue, and any left over, wait for the
+    /// next loop iteration, so I/O is never starved by a burst of resumed tasks.
     private func runQueued() {
         lock.lock()
-        let batch = queued
-        queued.removeAll(keepingCapacity: true)
+        let count = min(queued.count, Self.batchLimit)
+        let batch = Array(queued[..<count])
+        queued.removeFirst(count)
+        let more = !queued.isEmpty
         lock.unlock()
+        if more { uv_async_send(wakeup) }
         let executor = asUnownedSerialExecutor()
         for job in batch {
             job.runSynchronously(on: executor)
