@@ -172,13 +172,14 @@ extension JSONDecoder.DateDecodingStrategy {
 }
 
 /// Proleptic Gregorian calendar arithmetic in UTC on plain integers (Howard Hinnant's `days_from_civil` and
-/// `civil_from_days`), shared by ``RFC3339`` and ``ISODuration``. Days count from 1970-01-01.
-enum CivilCalendar {
+/// `civil_from_days`), shared by ``RFC3339``, ``ISODuration`` and the runtime's timestamp codecs. Days count
+/// from 1970-01-01.
+public enum CivilCalendar {
     /// Seconds from 1970-01-01 to Foundation's reference date 2001-01-01.
     static let unixOfReferenceDate: Int64 = 978_307_200
 
     /// The day number of a civil date (month 1–12; `day` may run past the month's end, it simply counts on).
-    static func days(year: Int, month: Int, day: Int) -> Int64 {
+    public static func days(year: Int, month: Int, day: Int) -> Int64 {
         let y = Int64(month <= 2 ? year - 1 : year)
         let era = (y >= 0 ? y : y - 399) / 400
         let yearOfEra = y - era * 400
@@ -189,7 +190,7 @@ enum CivilCalendar {
     }
 
     /// The civil date of a day number.
-    static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
+    public static func civil(fromDays days: Int64) -> (year: Int, month: Int, day: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let dayOfEra = z - era * 146_097

@@ -1,3 +1,4 @@
+import EntitlementModel
 import Foundation
 
 /// Converts between `Date` and PostgreSQL's timestamp text, with plain calendar arithmetic (proleptic
@@ -7,7 +8,8 @@ enum PostgresTimestamp {
     static func format(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (days, msOfDay) = floorDivide(millis, 86_400_000)
-        let (year, month, day) = civil(fromDays: days)
+        let civil = CivilCalendar.civil(fromDays: days)
+        let (year, month, day) = (Int64(civil.year), Int64(civil.month), Int64(civil.day))
         let hour = msOfDay / 3_600_000, minute = msOfDay / 60_000 % 60, second = msOfDay / 1000 % 60, ms = msOfDay % 1000
         let era = year < 1 ? " BC" : ""
         return "\(pad(year < 1 ? 1 - year : year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
@@ -62,32 +64,9 @@ enum PostgresTimestamp {
             }
         }
         guard scanner.atEnd else { return nil }
-        let days = days(fromCivil: bc ? 1 - year : year, month, day)
+        let days = CivilCalendar.days(year: Int(bc ? 1 - year : year), month: Int(month), day: Int(day))
         let epochSeconds = days * 86_400 + seconds - offset
         return Date(timeIntervalSince1970: Double(epochSeconds) + fraction)
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`).
-    static func days(fromCivil year: Int64, _ month: Int64, _ day: Int64) -> Int64 {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
-    }
-
-    /// The proleptic Gregorian date of a day count since 1970-01-01 (`civil_from_days`).
-    static func civil(fromDays days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     private static func floorDivide(_ a: Int64, _ b: Int64) -> (Int64, Int64) {
