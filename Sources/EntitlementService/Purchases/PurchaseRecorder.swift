@@ -36,8 +36,14 @@ struct PurchaseRecorder {
     }
 
     func record(_ response: AppStoreResponse, environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
-        let transactions = response.transactions()
-        let renewals = Dictionary(response.renewalInfo().map { ($0.originalTransactionID, $0) }) { _, last in last }
+        try await record(transactions: response.transactions(), renewals: response.renewalInfo(), latestReceipt: response.latestReceipt,
+                         appleStatus: response.status, environment: environment, catalog: catalog, context: context)
+    }
+
+    /// Records what Apple said about some purchases, from a verifyReceipt answer or a notification.
+    func record(transactions: [StoreTransaction], renewals renewalList: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
+                environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
+        let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
         return try await db.transaction { connection in
             if let id = context.verificationID {
                 let status = try await connection.query(
@@ -48,7 +54,7 @@ struct PurchaseRecorder {
             }
             let inserted = try await insertTransactions(transactions, environment: environment, context: context, on: connection)
             let transfers = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
-            try await updateSubscriptions(transactions, renewals: renewals, latestReceipt: response.latestReceipt,
+            try await updateSubscriptions(transactions, renewals: renewals, latestReceipt: latestReceipt,
                                           environment: environment, catalog: catalog, on: connection)
             try await applyConsumables(transactions, catalog: catalog, on: connection)
             try await fulfilOrders(transactions, context: context, on: connection)
@@ -58,7 +64,7 @@ struct PurchaseRecorder {
                        SET status = 'verified', apple_status = $2, environment = $3, claimed_until = NULL,
                            last_error = NULL, updated_at = now(), resolved_at = now()
                      WHERE verification_id = $1::uuid
-                    """, [id, response.status, environment.rawValue])
+                    """, [id, appleStatus, environment.rawValue])
             }
             return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
         }
