@@ -41,7 +41,17 @@ final class CatalogCache {
                 'subscription_group', subscription_group)::text AS product
               FROM products ORDER BY product_id
             """, []).rows
-        let products = try rows.map { try Product(json: Data(try $0.string("product").utf8)) }
+        return try Self.catalog(from: rows)
+    }
+
+    /// Decodes the loaded rows. Synchronous on purpose: typed-throws decoding inside the async `load` crashes
+    /// Swift 6.3's optimizer (coroutine splitting), so release builds keep it out of the coroutine.
+    private static func catalog(from rows: [PostgresRow]) throws -> Catalog {
+        var products: [Product] = []
+        products.reserveCapacity(rows.count)
+        for row in rows {
+            products.append(try Product(json: Data(try row.string("product").utf8)))
+        }
         return try Catalog(products: products)
     }
 
