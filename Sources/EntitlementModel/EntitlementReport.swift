@@ -19,19 +19,23 @@ public struct EntitlementReport: Sendable, Hashable {
 
 /// The body of `GET /v1/users/{user_id}/entitlements`:
 /// `{"user_id", "as_of", "entitlements": {name: ``Entitlement``}, "consumables": {currency: balance}}`,
-/// `as_of` in RFC 3339 whatever the encoder's date strategy.
+/// `as_of` in RFC 3339 whatever the encoder's date strategy; `unknown_products` lists, when there are any,
+/// the user's purchased products the catalog does not know (stored, never granted).
 public struct EntitlementsDocument: Sendable, Hashable, Encodable {
     public var userID: String
     public var asOf: Date
     public var entitlements: [String: Entitlement]
     /// Ledger balances by consumable currency.
     public var consumables: [String: Int]
+    /// Purchased products missing from the catalog.
+    public var unknownProducts: [String]
 
     public init(userID: String, report: EntitlementReport, consumables: [String: Int]) {
         self.userID = userID
         self.asOf = report.asOf
         self.entitlements = report.entitlements
         self.consumables = consumables
+        self.unknownProducts = report.unknownProducts
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -39,6 +43,7 @@ public struct EntitlementsDocument: Sendable, Hashable, Encodable {
         case asOf = "as_of"
         case entitlements
         case consumables
+        case unknownProducts = "unknown_products"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -47,5 +52,6 @@ public struct EntitlementsDocument: Sendable, Hashable, Encodable {
         try container.encode(RFC3339.string(from: asOf), forKey: .asOf)
         try container.encode(entitlements, forKey: .entitlements)
         try container.encode(consumables, forKey: .consumables)
+        if !unknownProducts.isEmpty { try container.encode(unknownProducts, forKey: .unknownProducts) }
     }
 }

@@ -218,6 +218,19 @@ struct PurchaseFlowTests {
         #expect(try stored.first?.string("status") == "failed")
         await service.stop()
     }
+
+    @Test func productsMissingFromTheCatalogAreStoredAndReportedNeverGranted() async throws {
+        let service = try await ServiceHarness.start()
+        let purchase = receipt { $0.addPurchase("com.example.mystery", transactionID: "unk-1", purchased: now) }
+        let answer = try await service.post(purchase, for: "curious-user")
+        #expect(answer.status == 200)
+        let body = try answer.json()
+        #expect((body["entitlements"] as? [String: Any])?.isEmpty == true)
+        #expect(body["unknown_products"] as? [String] == ["com.example.mystery"])
+        let stored = try await service.sql("SELECT product_id FROM app_store_transactions WHERE transaction_id = 'unk-1'")
+        #expect(try stored.first?.string("product_id") == "com.example.mystery")
+        await service.stop()
+    }
 }
 
 extension FakeReceipt {

@@ -104,6 +104,11 @@ extension OpenAPIDocument {
             "type": "object",
             "description": "Balance by consumable currency; a balance may be negative after a refund.",
             "additionalProperties": {"type": "integer"}
+          },
+          "unknown_products": {
+            "type": "array",
+            "description": "Present when the user bought products the catalog does not know: stored, never granted.",
+            "items": {"type": "string"}
           }
         },
         "examples": [{
