@@ -41,6 +41,7 @@ final class Application {
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
                        ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
+        AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 

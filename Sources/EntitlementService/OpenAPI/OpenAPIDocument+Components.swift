@@ -63,7 +63,7 @@ extension OpenAPIDocument {
         "in": "query",
         "required": false,
         "description": "Most events on one page.",
-        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}
+        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
       },
       "Cursor": {
         "name": "cursor",
@@ -71,6 +71,20 @@ extension OpenAPIDocument {
         "required": false,
         "description": "The `next_cursor` of the previous page; absent for the newest page.",
         "schema": {"type": "string", "minLength": 1, "maxLength": 512}
+      },
+      "AuditUserId": {
+        "name": "user_id",
+        "in": "query",
+        "required": false,
+        "description": "Only events about this user (grants to them, purchases moved to them).",
+        "schema": {"$ref": "#/components/schemas/UserIdentifier"}
+      },
+      "AuditAction": {
+        "name": "action",
+        "in": "query",
+        "required": false,
+        "description": "Only events of this action: `grant.create`, `grant.revoke`, `product.put` or `ownership.transfer`.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[!-~]+$", "examples": ["grant.create"]}
       },
       "From": {
         "name": "from",
