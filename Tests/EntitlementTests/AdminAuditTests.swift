@@ -84,7 +84,8 @@ import Testing
             #expect((creates.object["events"] as? [[String: Any]])?.count == 3)
 
             for (query, field) in [("limit=0", "limit"), ("limit=501", "limit"), ("limit=ten", "limit"), ("cursor=abc", "cursor"),
-                                   ("cursor=%2F%2F", "cursor"), ("user_id=%00", "user_id"), ("action=a%20b", "action")] {
+                                   ("cursor=%2F%2F", "cursor"), ("user_id=%00", "user_id"), ("action=a%20b", "action"),
+                                   ("action=%C3%97", "action")] {
                 let reply = try await service.call("GET", "/v1/admin/audit?\(query)")
                 #expect(reply.status == 400, "\(query): \(reply)")
                 #expect(reply.field == field, "\(query): \(reply)")

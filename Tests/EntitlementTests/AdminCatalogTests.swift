@@ -53,6 +53,7 @@ import Testing
             let cases: [(path: String, body: String, field: String)] = [
                 ("p1", #"{"product_id": "p2", "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
                 ("p1", #"{"product_id": 5, "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                ("p1", #"{"product_id": null, "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
                 ("p1", #"{"entitlements": ["a"]}"#, "type"),
                 ("p1", #"{"type": "subscription", "entitlements": ["a"]}"#, "type"),
                 ("p1", #"{"type": "non_renewing", "entitlements": ["a"]}"#, "duration"),

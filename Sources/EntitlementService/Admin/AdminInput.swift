@@ -54,6 +54,15 @@ enum AdminInput {
         return end
     }
 
+    /// An audit action name: 1–100 printable ASCII characters without spaces (`grant.create`).
+    static func action(_ value: String) throws -> String {
+        guard (1...100).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ProblemError.badRequest("'action' must be 1 to 100 printable ASCII characters without spaces, such as grant.create.",
+                                          field: "action")
+        }
+        return value
+    }
+
     /// The optional `environment` query parameter: `Production` or `Sandbox`.
     static func queryEnvironment(_ request: HTTPRequest) throws -> StoreEnvironment? {
         guard let raw = request.query["environment"] else { return nil }

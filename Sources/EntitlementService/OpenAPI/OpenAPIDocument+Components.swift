@@ -7,7 +7,7 @@ extension OpenAPIDocument {
         "in": "path",
         "required": true,
         "description": "The app's id for the user: 1–128 printable characters.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^\\u0000-\\u001F\\u007F]+$"}
+        "schema": {"$ref": "#/components/schemas/UserIdentifier"}
       },
       "VerificationId": {
         "name": "verification_id",
@@ -69,8 +69,8 @@ extension OpenAPIDocument {
         "name": "cursor",
         "in": "query",
         "required": false,
-        "description": "The `next_cursor` of the previous page; absent for the newest page.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 512}
+        "description": "The `next_cursor` of the previous page, as it was answered (opaque); absent for the newest page.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9_-]+$"}
       },
       "AuditUserId": {
         "name": "user_id",

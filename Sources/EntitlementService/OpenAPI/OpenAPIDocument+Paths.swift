@@ -218,6 +218,10 @@ extension OpenAPIDocument {
             "400": {"$ref": "#/components/responses/BadRequest"},
             "401": {"$ref": "#/components/responses/Unauthorized"},
             "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+            "422": {
+              "description": "The catalog has no product with this `product_id`.",
+              "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            },
             "503": {"$ref": "#/components/responses/Unavailable"}
           }
         }

@@ -59,8 +59,8 @@ extension OpenAPIDocument {
         "type": "string",
         "minLength": 1,
         "maxLength": 128,
-        "pattern": "^[^\\u0000-\\u001F\\u007F]+$",
-        "description": "The app's id for a user: 1–128 printable characters."
+        "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$",
+        "description": "The app's id for a user: 1–128 printable characters (no control characters, not only spaces)."
       },
       "ISODuration": {
         "type": "string",
@@ -262,11 +262,12 @@ extension OpenAPIDocument {
         "description": "At most one of `expires_at` and `duration` (both is a 400); neither means a lifetime grant. Unknown fields are ignored.",
         "required": ["entitlement", "reason"],
         "properties": {
-          "entitlement": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F]+$", "description": "The entitlement name; it need not be in the catalog."},
+          "entitlement": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$", "description": "The entitlement name (no control characters, not only spaces); it need not be in the catalog."},
           "expires_at": {"type": ["string", "null"], "format": "date-time", "description": "When the grant ends (RFC 3339, at most 9999-12-31T23:59:59Z)."},
           "duration": {"anyOf": [{"$ref": "#/components/schemas/ISODuration"}, {"type": "null"}], "description": "How long the grant lasts from now (ISO 8601, such as P1M)."},
-          "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "description": "Why: free text, not blank; no control characters but line breaks and tabs."}
+          "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$", "description": "Why: free text, not blank; no control characters but line breaks and tabs."}
         },
+        "not": {"required": ["expires_at", "duration"]},
         "examples": [{"entitlement": "premium", "duration": "P1M", "reason": "support ticket 4711"}]
       },
       "Grant": {
@@ -294,15 +295,26 @@ extension OpenAPIDocument {
           "entitlements": {
             "type": "array",
             "uniqueItems": true,
-            "items": {"type": "string", "minLength": 1, "maxLength": 255}
+            "items": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
           },
           "duration": {"anyOf": [{"$ref": "#/components/schemas/ISODuration"}, {"type": "null"}]},
           "currency": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$", "description": "The ledger currency a consumable credits."},
           "amount": {"type": ["integer", "null"], "minimum": 1, "description": "How much of `currency` one consumable purchase credits."},
           "price": {"type": ["string", "null"], "pattern": "^[0-9]+(\\.[0-9]+)?$", "description": "List price as a decimal string, for reports."},
           "price_currency": {"type": ["string", "null"], "pattern": "^[A-Z]{3}$", "description": "ISO 4217 currency of `price`."},
-          "subscription_group": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
+          "subscription_group": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
         },
+        "allOf": [
+          {
+            "if": {"required": ["type"], "properties": {"type": {"const": "non_renewing"}}},
+            "then": {"required": ["duration"], "properties": {"duration": {"$ref": "#/components/schemas/ISODuration"}}}
+          },
+          {
+            "if": {"required": ["type"], "properties": {"type": {"const": "consumable"}}},
+            "then": {"required": ["currency", "amount"], "properties": {"currency": {"type": "string"}, "amount": {"type": "integer"}}},
+            "else": {"required": ["entitlements"], "properties": {"entitlements": {"minItems": 1}}}
+          }
+        ],
         "examples": [{"type": "auto_renewable", "entitlements": ["premium"], "price": "4.99", "price_currency": "USD", "subscription_group": "premium"}]
       },
       "Product": {

@@ -77,7 +77,7 @@ struct AdminRoutes {
         let pathID = request.pathParameters["product_id"] ?? ""
         var fields = try request.decodeJSON([String: JSONValue].self)
         switch fields["product_id"] {
-        case nil, .null?, .string(pathID)?:
+        case nil, .string(pathID)?:
             fields["product_id"] = .string(pathID)
         default:
             throw ProblemError.badRequest("'product_id' in the body must be the path's product id, or be left out.", field: "product_id")
@@ -104,7 +104,7 @@ struct AdminRoutes {
             return cursor
         }
         let userID = try request.query["user_id"].map { try InputRules.userID($0) }
-        let action = try request.query["action"].map { try InputRules.token($0, field: "action", maxLength: 100) }
+        let action = try request.query["action"].map { try AdminInput.action($0) }
         return .json(try await audit.page(AuditLog.Query(limit: limit, cursor: cursor, userID: userID, action: action)))
     }
 
