@@ -125,6 +125,9 @@ import Testing
             let control = try await service.call("POST", "/v1/admin/users/a%0Ab/grants", body: #"{"entitlement": "a", "reason": "x"}"#)
             #expect(control.status == 400)
             #expect(control.field == "user_id")
+            let rawByte = try await service.send(raw: Array("GET /v1/users/a".utf8) + [0xFF]
+                + Array("b/entitlements HTTP/1.1\r\nHost: h\r\nConnection: close\r\nAuthorization: Bearer \(service.adminKey)\r\n\r\n".utf8))
+            #expect(rawByte.status == 400, "\(rawByte)")
             #expect(try await service.sql("SELECT 1 FROM grants").isEmpty)
 
             // Percent-encoded ids are decoded; unknown fields are ignored; 128 characters are fine.

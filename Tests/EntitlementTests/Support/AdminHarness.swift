@@ -124,7 +124,13 @@ final class AdminHarness {
         case .header(let value): head += "Authorization: \(value)\r\n"
         }
         if let bytes { head += "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n" }
-        let request = Array((head + "\r\n").utf8) + (bytes ?? [])
+        return try await send(raw: Array((head + "\r\n").utf8) + (bytes ?? []), method: method, sourceLocation: sourceLocation)
+    }
+
+    /// Sends `request` exactly as given (it should ask to close the connection) and reads the answer.
+    /// Records an issue when the answer holds either configured key or the shared secret.
+    nonisolated func send(raw request: [UInt8], method: String = "GET",
+                          sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
         let port = port
         let response = try await offLoop {
             let client = try RawHTTPClient(port: port)
@@ -133,7 +139,7 @@ final class AdminHarness {
         }
         let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text)
         for secret in [appKey, adminKey, sharedSecret] where reply.text.contains(secret) {
-            Issue.record("\(method) \(target) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
+            Issue.record("\(String(decoding: request.prefix(80), as: UTF8.self)) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
         }
         return reply
     }
