@@ -4,7 +4,7 @@
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
-# SCHEMATHESIS_MAX_EXAMPLES (default 30) bounds its test cases per operation and phase.
+# SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ensure_packages curl python3-venv
 cd "$ROOT"
@@ -76,7 +76,7 @@ SERVICE_PIDS+=("$SERVICE_PID")
 schemathesis_status=0
 if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
     BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
-        MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-30}" scripts/schemathesis.sh || schemathesis_status=$?
+        MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" scripts/schemathesis.sh || schemathesis_status=$?
 else
     tail -n 20 "$WORK/service.log" >&2
     schemathesis_status=1
