@@ -119,6 +119,11 @@ import Testing
             let tooLong = try await service.call("POST", "/v1/admin/users/\(long)/grants", body: #"{"entitlement": "a", "reason": "x"}"#)
             #expect(tooLong.status == 400)
             #expect(tooLong.field == "user_id")
+            // Lengths count Unicode scalars, as the OpenAPI document's maxLength does: 65 accented letters are 130.
+            let accents = try await service.call("POST", "/v1/admin/users/\(AdminHarness.encodePath(String(repeating: "e\u{301}", count: 65)))/grants",
+                                                 body: #"{"entitlement": "a", "reason": "x"}"#)
+            #expect(accents.status == 400)
+            #expect(accents.field == "user_id")
             let badEscape = try await service.call("POST", "/v1/admin/users/%FF%FE/grants", body: #"{"entitlement": "a", "reason": "x"}"#)
             #expect(badEscape.status == 400)
             #expect(badEscape.field == "user_id")

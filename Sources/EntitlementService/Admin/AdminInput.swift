@@ -6,11 +6,11 @@ enum AdminInput {
     /// The latest instant an admin may name: the end of year 9999, the last one RFC 3339 can write.
     static let latestInstant = RFC3339.date(from: "9999-12-31T23:59:59Z")!
 
-    /// Free text of 1–`maxLength` characters that is not blank and holds no control characters (with
+    /// Free text of 1–`maxLength` characters (Unicode scalars, as JSON Schema counts) that is not blank and holds no control characters (with
     /// `multiline`, line feeds, carriage returns and tabs are allowed).
     static func text(_ value: String, field: String, maxLength: Int, multiline: Bool = false) throws -> String {
         let allowed: Set<Unicode.Scalar> = multiline ? ["\n", "\r", "\t"] : []
-        guard (1...maxLength).contains(value.count), !value.allSatisfy(\.isWhitespace),
+        guard (1...maxLength).contains(value.unicodeScalars.count), !value.allSatisfy(\.isWhitespace),
               !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) }) else {
             let lines = multiline ? " (line breaks and tabs allowed)" : ""
             throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) characters, not blank, without control characters\(lines).",
