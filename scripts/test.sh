@@ -5,6 +5,8 @@
 #
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
 # SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
+# SCHEMATHESIS_SEED (default 20261122, so that the test command gives the same answer twice) picks the
+# generated cases; `random` lets schemathesis draw a new seed (it prints it, for SEED=... to replay).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 ensure_packages curl python3-venv
 cd "$ROOT"
@@ -74,9 +76,11 @@ env DATABASE_URL="${PG_DATABASE_URL%/*}/schemathesis" PORT="$SERVICE_PORT" LISTE
 SERVICE_PID=$!
 SERVICE_PIDS+=("$SERVICE_PID")
 schemathesis_status=0
+seed="${SCHEMATHESIS_SEED:-20261122}"
+[ "$seed" = random ] && seed=""
 if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
     BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
-        MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" scripts/schemathesis.sh || schemathesis_status=$?
+        MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
 else
     tail -n 20 "$WORK/service.log" >&2
     schemathesis_status=1
