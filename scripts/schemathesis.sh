@@ -7,9 +7,18 @@
 # public ones) with APP_KEY, the /v1/admin routes with ADMIN_KEY. Exits non-zero when the document is
 # invalid or any check fails, and prints how many test cases ran.
 #
-# Optional: MAX_EXAMPLES (default 50, test cases per operation and phase), CHECKS (default
-# not_a_server_error,response_schema_conformance), SEED (a number, for a reproducible run),
-# SCHEMATHESIS_VENV (where the tools are installed, default .build/schemathesis-venv).
+# Optional: MAX_EXAMPLES (default 50, test cases per operation and phase), CHECKS (default all),
+# EXCLUDE_CHECKS (default positive_data_acceptance,unsupported_method), SEED (a number, for a reproducible
+# run), SCHEMATHESIS_VENV (where the tools are installed, default .build/schemathesis-venv).
+#
+# Why those two are left out by default:
+# - positive_data_acceptance: a schema-valid request is not always one the contract accepts: a receipt Apple
+#   rejects is a 422, a cursor the service never handed out or a report window whose `to` is not after its
+#   `from` is a 400, an order for a product the catalog lacks is a 422.
+# - unsupported_method: http-parser refuses methods it does not know (such as QUERY) with 400 before any
+#   route is looked up; known methods a route lacks get 405.
+# status_code_conformance is also left out of the app run while POST /v1/notifications/app-store answers
+# 404 (not implemented yet); the script says so when it does.
 set -euo pipefail
 
 : "${BASE_URL:?BASE_URL must name the running service, e.g. http://127.0.0.1:8080}"
@@ -21,7 +30,8 @@ VALIDATOR_VERSION=0.9.0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${SCHEMATHESIS_VENV:-$ROOT/.build/schemathesis-venv}"
 MAX_EXAMPLES="${MAX_EXAMPLES:-50}"
-CHECKS="${CHECKS:-not_a_server_error,response_schema_conformance}"
+CHECKS="${CHECKS:-all}"
+EXCLUDE_CHECKS="${EXCLUDE_CHECKS-positive_data_acceptance,unsupported_method}"
 BASE_URL="${BASE_URL%/}"
 
 # Installs the pinned tools into their own virtual environment unless they are there already.
@@ -43,11 +53,12 @@ trap 'rm -rf "$WORK"' EXIT
 curl -fsS --max-time 30 "$BASE_URL/openapi.json" -o "$WORK/openapi.json"
 "$VENV/bin/openapi-spec-validator" "$WORK/openapi.json"
 
-# run NAME KEY FILTER...: one schemathesis run over the operations FILTER selects, authorised by KEY.
+# run NAME KEY EXCLUDED FILTER...: one schemathesis run over the operations FILTER selects, authorised by
+# KEY, without the checks EXCLUDED names (comma-separated, may be empty).
 # Its output is kept in $WORK/NAME.log; the key never reaches the command line printed or the log.
 run() {
-    local name="$1" key="$2"
-    shift 2
+    local name="$1" key="$2" excluded="$3"
+    shift 3
     local args=(
         run "$BASE_URL/openapi.json"
         --checks "$CHECKS"
@@ -58,6 +69,7 @@ run() {
         --no-color
         "$@"
     )
+    [ -n "$excluded" ] && args+=(--exclude-checks "$excluded")
     [ -n "${SEED:-}" ] && args+=(--seed "$SEED")
     echo "== schemathesis ${args[*]}" >&2
     local status=0
@@ -72,9 +84,20 @@ cases() {
         "$WORK/$1.log" | tail -n 1
 }
 
+# join A B: the comma-separated union of two check lists, either of which may be empty.
+join() { local joined="$1${1:+${2:+,}}$2"; echo "$joined"; }
+
+app_excluded="$EXCLUDE_CHECKS"
+notification_status="$(curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+    --data '{}' "$BASE_URL/v1/notifications/app-store" || true)"
+if [ "$notification_status" = "404" ]; then
+    echo "note: POST /v1/notifications/app-store answers 404 (not implemented yet): the app run skips status_code_conformance" >&2
+    app_excluded="$(join "$app_excluded" status_code_conformance)"
+fi
+
 failed=0
-run app "$APP_KEY" --exclude-path-regex '^/v1/admin/' || failed=1
-run admin "$ADMIN_KEY" --include-path-regex '^/v1/admin/' || failed=1
+run app "$APP_KEY" "$app_excluded" --exclude-path-regex '^/v1/admin/' || failed=1
+run admin "$ADMIN_KEY" "$EXCLUDE_CHECKS" --include-path-regex '^/v1/admin/' || failed=1
 
 app_cases="$(cases app)"
 admin_cases="$(cases admin)"

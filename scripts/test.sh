@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`.
+# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`,
+# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
+#
+# SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
+# SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
+# SCHEMATHESIS_SEED (default 20261122, so that the test command gives the same answer twice) picks the
+# generated cases; `random` lets schemathesis draw a new seed (it prints it, for SEED=... to replay).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-ensure_packages
+ensure_packages curl python3-venv
 cd "$ROOT"
 
 PGDIR=$(mktemp -d /tmp/entitlement-test-pg.XXXXXX)
-cleanup() { pg_stop "$PGDIR"; rm -rf "$PGDIR"; }
+SERVICE_PIDS=()
+cleanup() {
+    for pid in "${SERVICE_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${SERVICE_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    pg_stop "$PGDIR"
+    rm -rf "$PGDIR"
+}
 trap cleanup EXIT
 PG_FSYNC=off pg_start "$PGDIR" "$(free_port)"
 export TEST_DATABASE_URL="$PG_DATABASE_URL"
@@ -14,5 +26,79 @@ export TEST_PG_DATA="$PGDIR" TEST_PG_BIN="$(pg_bindir)"
 echo "test database: $TEST_DATABASE_URL" >&2
 
 swift build --build-tests
+status=0
 # Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.
-swift test --skip-build --no-parallel "$@"
+swift test --skip-build --no-parallel "$@" || status=$?
+
+case "${SCHEMATHESIS:-auto}" in
+    1) ;;
+    auto) [ $# -eq 0 ] || exit "$status" ;;
+    *) exit "$status" ;;
+esac
+
+# The real service (the debug binary just built) on its own database of the throwaway server, with the fake
+# App Store as its Apple, a small catalog and fresh keys; its log is kept to check no secret reached it.
+BIN="$(swift build --show-bin-path)/entitlement-service"
+WORK="$PGDIR/schemathesis"
+mkdir -p "$WORK"
+PG_PORT="${PG_DATABASE_URL##*:}"
+as_pg_owner "$(pg_bindir)/createdb" -h 127.0.0.1 -p "${PG_PORT%%/*}" -U postgres schemathesis
+APP_KEY="app-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+ADMIN_KEY="admin-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+SECRET="secret-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+cat >"$WORK/products.json" <<'EOF'
+{"products": [
+  {"product_id": "com.example.premium.monthly", "type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "4.99", "price_currency": "USD"},
+  {"product_id": "com.example.coins.100", "type": "consumable", "currency": "coins", "amount": 100, "price": "0.99", "price_currency": "USD"},
+  {"product_id": "com.example.lifetime", "type": "non_consumable", "entitlements": ["pro"], "price": "19.99", "price_currency": "USD"},
+  {"product_id": "com.example.pass.month", "type": "non_renewing", "entitlements": ["pass"], "duration": "P1M"}
+]}
+EOF
+
+# wait_ready URL SECONDS: polls URL until it answers 200.
+wait_ready() {
+    local deadline=$((SECONDS + $2))
+    until curl -fsS --max-time 2 -o /dev/null "$1" 2>/dev/null; do
+        [ "$SECONDS" -lt "$deadline" ] || { echo "$1 did not become ready in $2 s" >&2; return 1; }
+        sleep 0.2
+    done
+}
+
+FAKE_PORT=$(free_port)
+FAKE_APPLE_SHARED_SECRET="$SECRET" "$BIN" fake-app-store --port "$FAKE_PORT" 2>"$WORK/fake.log" &
+SERVICE_PIDS+=($!)
+SERVICE_PORT=$(free_port)
+env DATABASE_URL="${PG_DATABASE_URL%/*}/schemathesis" PORT="$SERVICE_PORT" LISTEN_ADDR=127.0.0.1 \
+    API_KEYS="$APP_KEY" ADMIN_API_KEYS="$ADMIN_KEY" APPLE_SHARED_SECRET="$SECRET" APPLE_BUNDLE_ID=com.example.app \
+    APPLE_VERIFY_URL_PRODUCTION="http://127.0.0.1:$FAKE_PORT/verifyReceipt" \
+    APPLE_VERIFY_URL_SANDBOX="http://127.0.0.1:$FAKE_PORT/sandbox/verifyReceipt" \
+    APPLE_TIMEOUT_MS=500 RETRY_BASE_MS=1000 RETRY_MAX_MS=5000 PRODUCTS_FILE="$WORK/products.json" \
+    "$BIN" serve 2>"$WORK/service.log" &
+SERVICE_PID=$!
+SERVICE_PIDS+=("$SERVICE_PID")
+schemathesis_status=0
+seed="${SCHEMATHESIS_SEED:-20261122}"
+[ "$seed" = random ] && seed=""
+if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
+    BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
+        MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
+else
+    tail -n 20 "$WORK/service.log" >&2
+    schemathesis_status=1
+fi
+kill -TERM "$SERVICE_PID" 2>/dev/null || true
+wait "$SERVICE_PID" 2>/dev/null || true
+
+# No key and no shared secret may ever appear in what the service logged.
+for secret in "$APP_KEY" "$ADMIN_KEY" "$SECRET"; do
+    if grep -qF -- "$secret" "$WORK/service.log"; then
+        echo "schemathesis: a key or the shared secret reached the service log" >&2
+        schemathesis_status=1
+    fi
+done
+if grep -q 'level=error' "$WORK/service.log"; then
+    echo "schemathesis: warning: the service logged errors meanwhile:" >&2
+    grep 'level=error' "$WORK/service.log" | head -n 20 >&2
+fi
+[ "$schemathesis_status" -eq 0 ] || status=1
+exit "$status"

@@ -261,7 +261,7 @@ public struct Product: Sendable, Hashable, Codable {
     }
 
     private static func isName(_ text: String) -> Bool {
-        (1...255).contains(text.count) && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        (1...255).contains(text.unicodeScalars.count) && !text.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Digits, optionally followed by `.` and more digits; at most 32 characters.

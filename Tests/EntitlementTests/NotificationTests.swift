@@ -47,7 +47,7 @@ struct NotificationTests {
         #expect(forged.status == 401)
         #expect(!forged.text.contains(ServiceHarness.sharedSecret))
         let signed = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
-        #expect(signed.status == 501)
+        #expect(signed.status == 422)
         let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
         #expect(junk.status == 400)
         await service.stop()

@@ -43,6 +43,7 @@ final class Application {
                        ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
+        AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 

@@ -196,7 +196,8 @@ final class HTTPRequestParser {
         return 0
     }
 
-    /// The path and raw query of the request target (origin form, or absolute form from a proxy).
+    /// The path and raw query of the request target (origin form, or absolute form from a proxy); nil when
+    /// http-parser cannot split it or it is not UTF-8 (http-parser lets bytes above 0x7F through).
     private func splitTarget() -> (path: String, query: String)? {
         if url == Array("*".utf8) { return ("*", "") }
         var parts = http_parser_url()
@@ -206,7 +207,7 @@ final class HTTPRequestParser {
             buffer.withMemoryRebound(to: CChar.self) { http_parser_parse_url($0.baseAddress, $0.count, isConnect, &parts) }
         }
         guard status == 0 else { return nil }
-        func field(_ which: http_parser_url_fields) -> String {
+        func field(_ which: http_parser_url_fields) -> String? {
             guard parts.field_set & (1 << UInt16(which.rawValue)) != 0 else { return "" }
             // `field_data` is an array of anonymous structs Swift does not import: read its (offset, length)
             // pairs of UInt16 from the struct's bytes, which follow `field_set` and `port`.
@@ -216,10 +217,10 @@ final class HTTPRequestParser {
                 let length = Int(raw.loadUnaligned(fromByteOffset: base + 2, as: UInt16.self))
                 return offset..<offset + length
             }
-            return String(decoding: url[range], as: UTF8.self)
+            return String(validating: url[range], as: UTF8.self)
         }
-        let path = field(UF_PATH)
-        return (path.isEmpty ? "/" : path, field(UF_QUERY))
+        guard let path = field(UF_PATH), let query = field(UF_QUERY) else { return nil }
+        return (path.isEmpty ? "/" : path, query)
     }
 
     private func body(_ bytes: UnsafeRawBufferPointer) -> Int32 {

@@ -7,7 +7,7 @@ extension OpenAPIDocument {
         "in": "path",
         "required": true,
         "description": "The app's id for the user: 1–128 printable characters.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^\\u0000-\\u001F\\u007F]+$"}
+        "schema": {"$ref": "#/components/schemas/UserIdentifier"}
       },
       "VerificationId": {
         "name": "verification_id",
@@ -63,14 +63,28 @@ extension OpenAPIDocument {
         "in": "query",
         "required": false,
         "description": "Most events on one page.",
-        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}
+        "schema": {"type": "integer", "minimum": 1, "maximum": 500, "default": 50}
       },
       "Cursor": {
         "name": "cursor",
         "in": "query",
         "required": false,
-        "description": "The `next_cursor` of the previous page; absent for the newest page.",
-        "schema": {"type": "string", "minLength": 1, "maxLength": 512}
+        "description": "The `next_cursor` of the previous page, as it was answered (opaque); absent for the newest page.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^[A-Za-z0-9_-]+$"}
+      },
+      "AuditUserId": {
+        "name": "user_id",
+        "in": "query",
+        "required": false,
+        "description": "Only events about this user (grants to them, purchases moved to them).",
+        "schema": {"$ref": "#/components/schemas/UserIdentifier"}
+      },
+      "AuditAction": {
+        "name": "action",
+        "in": "query",
+        "required": false,
+        "description": "Only events of this action: `grant.create`, `grant.revoke`, `product.put` or `ownership.transfer`.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": "^[!-~]+$", "examples": ["grant.create"]}
       },
       "From": {
         "name": "from",

@@ -218,6 +218,10 @@ extension OpenAPIDocument {
             "400": {"$ref": "#/components/responses/BadRequest"},
             "401": {"$ref": "#/components/responses/Unauthorized"},
             "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+            "422": {
+              "description": "The catalog has no product with this `product_id`.",
+              "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            },
             "503": {"$ref": "#/components/responses/Unavailable"}
           }
         }
@@ -249,7 +253,7 @@ extension OpenAPIDocument {
           "operationId": "createGrant",
           "tags": ["admin"],
           "summary": "Grant an entitlement by hand.",
-          "description": "No `expires_at` and no `duration` means a lifetime grant.",
+          "description": "`expires_at` (RFC 3339) or `duration` (ISO 8601, counted from now) sets the end; neither means a lifetime grant, both is a 400. A grant stands beside the user's App Store purchases: where both give an entitlement, GET /v1/users/{user_id}/entitlements shows the one that lasts longer, so a grant never shortens a purchase. Audited as `grant.create`.",
           "security": [{"bearer": []}],
           "parameters": [{"$ref": "#/components/parameters/UserId"}],
           "requestBody": {
@@ -274,11 +278,12 @@ extension OpenAPIDocument {
           "operationId": "revokeGrant",
           "tags": ["admin"],
           "summary": "Revoke a grant.",
+          "description": "Sets `revoked_at` and `revoked_by`; audited as `grant.revoke`. Idempotent: revoking a grant that is already revoked answers 200 with the grant as it stands (the first revocation's `revoked_at` and `revoked_by`) and records nothing again.",
           "security": [{"bearer": []}],
           "parameters": [{"$ref": "#/components/parameters/GrantId"}],
           "responses": {
             "200": {
-              "description": "The grant, now with `revoked_at`.",
+              "description": "The grant, revoked (now or by an earlier call).",
               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Grant"}}}
             },
             "400": {"$ref": "#/components/responses/BadRequest"},
@@ -294,6 +299,7 @@ extension OpenAPIDocument {
           "operationId": "putProduct",
           "tags": ["admin"],
           "summary": "Create or replace one catalog entry.",
+          "description": "The body is the product, with or without `product_id` (when present it must equal the path's). Validated like the catalog file: a 400 names the field at fault. Takes effect at once on this instance and within a second on the others; audited as `product.put` with the entry before and after.",
           "security": [{"bearer": []}],
           "parameters": [{"$ref": "#/components/parameters/ProductId"}],
           "requestBody": {
@@ -343,7 +349,9 @@ extension OpenAPIDocument {
           "security": [{"bearer": []}],
           "parameters": [
             {"$ref": "#/components/parameters/Limit"},
-            {"$ref": "#/components/parameters/Cursor"}
+            {"$ref": "#/components/parameters/Cursor"},
+            {"$ref": "#/components/parameters/AuditUserId"},
+            {"$ref": "#/components/parameters/AuditAction"}
           ],
           "responses": {
             "200": {
@@ -362,6 +370,7 @@ extension OpenAPIDocument {
           "operationId": "reportPurchases",
           "tags": ["admin"],
           "summary": "Verified purchases by product and environment: counts and catalog prices.",
+          "description": "Every verified App Store transaction (renewals included, each once) purchased in [`from`, `to`), grouped by product and environment: Sandbox purchases are never counted with Production ones. `from` and `to` are required; `to` must be later than `from`.",
           "security": [{"bearer": []}],
           "parameters": [
             {"$ref": "#/components/parameters/From"},
@@ -385,7 +394,7 @@ extension OpenAPIDocument {
           "operationId": "receiveAppStoreNotification",
           "tags": ["notifications"],
           "summary": "App Store Server Notifications, posted by Apple.",
-          "description": "Apple sends no bearer key: a version 1 notification is checked by its `password` (the shared secret), a version 2 notification by the signature of its `signedPayload`. Any answer but 200 makes Apple retry later.",
+          "description": "Apple sends no bearer key: a version 1 notification is checked by its `password` (the shared secret) and its `unified_receipt` is recorded for purchases that have an owner. Version 2 (`signedPayload`) is answered 422 until its signature chain is verified. Any answer but 200 makes Apple retry later.",
           "security": [],
           "requestBody": {
             "required": true,
@@ -399,6 +408,10 @@ extension OpenAPIDocument {
               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
             },
             "413": {"$ref": "#/components/responses/PayloadTooLarge"},
+            "422": {
+              "description": "A version 2 (signed) notification: not accepted yet.",
+              "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
+            },
             "503": {"$ref": "#/components/responses/Unavailable"}
           }
         }

@@ -59,8 +59,8 @@ extension OpenAPIDocument {
         "type": "string",
         "minLength": 1,
         "maxLength": 128,
-        "pattern": "^[^\\u0000-\\u001F\\u007F]+$",
-        "description": "The app's id for a user: 1–128 printable characters."
+        "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$",
+        "description": "The app's id for a user: 1–128 printable characters (no control characters, not only spaces)."
       },
       "ISODuration": {
         "type": "string",
@@ -264,27 +264,30 @@ extension OpenAPIDocument {
       },
       "GrantRequest": {
         "type": "object",
-        "description": "At most one of `expires_at` and `duration`; neither means a lifetime grant.",
+        "description": "At most one of `expires_at` and `duration` (both is a 400); neither means a lifetime grant. Unknown fields are ignored.",
         "required": ["entitlement", "reason"],
         "properties": {
-          "entitlement": {"type": "string", "minLength": 1, "maxLength": 255},
-          "expires_at": {"type": "string", "format": "date-time"},
-          "duration": {"$ref": "#/components/schemas/ISODuration"},
-          "reason": {"type": "string", "minLength": 1}
+          "entitlement": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$", "description": "The entitlement name (no control characters, not only spaces); it need not be in the catalog."},
+          "expires_at": {"type": ["string", "null"], "format": "date-time", "description": "When the grant ends (RFC 3339, at most 9999-12-31T23:59:59Z)."},
+          "duration": {"anyOf": [{"$ref": "#/components/schemas/ISODuration"}, {"type": "null"}], "description": "How long the grant lasts from now (ISO 8601, such as P1M)."},
+          "reason": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*[^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$", "description": "Why: free text, not blank; no control characters but line breaks and tabs."}
         },
+        "not": {"required": ["expires_at", "duration"]},
         "examples": [{"entitlement": "premium", "duration": "P1M", "reason": "support ticket 4711"}]
       },
       "Grant": {
         "type": "object",
-        "required": ["grant_id", "user_id", "entitlement", "reason", "created_at"],
+        "required": ["grant_id", "user_id", "entitlement", "reason", "created_at", "expires_at", "revoked_at", "created_by"],
         "properties": {
-          "grant_id": {"type": "string"},
+          "grant_id": {"type": "string", "format": "uuid"},
           "user_id": {"type": "string"},
           "entitlement": {"type": "string"},
           "expires_at": {"type": ["string", "null"], "format": "date-time", "description": "`null` for a lifetime grant."},
           "reason": {"type": "string"},
           "created_at": {"type": "string", "format": "date-time"},
-          "revoked_at": {"type": ["string", "null"], "format": "date-time", "description": "`null` while the grant stands."}
+          "created_by": {"type": "string", "description": "The key id of the admin who granted it (`admin#1`), never a key."},
+          "revoked_at": {"type": ["string", "null"], "format": "date-time", "description": "`null` while the grant stands."},
+          "revoked_by": {"type": ["string", "null"], "description": "The key id of the admin who revoked it."}
         }
       },
       "ProductInput": {
@@ -297,15 +300,26 @@ extension OpenAPIDocument {
           "entitlements": {
             "type": "array",
             "uniqueItems": true,
-            "items": {"type": "string", "minLength": 1, "maxLength": 255}
+            "items": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
           },
           "duration": {"anyOf": [{"$ref": "#/components/schemas/ISODuration"}, {"type": "null"}]},
           "currency": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": "^[A-Za-z0-9._-]+$", "description": "The ledger currency a consumable credits."},
           "amount": {"type": ["integer", "null"], "minimum": 1, "description": "How much of `currency` one consumable purchase credits."},
           "price": {"type": ["string", "null"], "pattern": "^[0-9]+(\\.[0-9]+)?$", "description": "List price as a decimal string, for reports."},
           "price_currency": {"type": ["string", "null"], "pattern": "^[A-Z]{3}$", "description": "ISO 4217 currency of `price`."},
-          "subscription_group": {"type": ["string", "null"], "minLength": 1, "maxLength": 255}
+          "subscription_group": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$"}
         },
+        "allOf": [
+          {
+            "if": {"required": ["type"], "properties": {"type": {"const": "non_renewing"}}},
+            "then": {"required": ["duration"], "properties": {"duration": {"$ref": "#/components/schemas/ISODuration"}}}
+          },
+          {
+            "if": {"required": ["type"], "properties": {"type": {"const": "consumable"}}},
+            "then": {"required": ["currency", "amount"], "properties": {"currency": {"type": "string"}, "amount": {"type": "integer"}}},
+            "else": {"required": ["entitlements"], "properties": {"entitlements": {"minItems": 1}}}
+          }
+        ],
         "examples": [{"type": "auto_renewable", "entitlements": ["premium"], "price": "4.99", "price_currency": "USD", "subscription_group": "premium"}]
       },
       "Product": {
@@ -324,47 +338,49 @@ extension OpenAPIDocument {
       "AuditEvent": {
         "type": "object",
         "description": "One admin action or ownership transfer: who (a key id, never a key), what, when, before and after.",
-        "required": ["event_id", "occurred_at", "actor", "action"],
+        "required": ["event_id", "occurred_at", "actor", "action", "subject", "user_id", "before", "after"],
         "properties": {
-          "event_id": {"type": ["integer", "string"]},
+          "event_id": {"type": "integer", "minimum": 1},
           "occurred_at": {"type": "string", "format": "date-time"},
-          "actor": {"type": "string", "description": "The key id of the admin, or the service for ownership transfers."},
-          "action": {"type": "string"},
-          "subject": {"type": "string", "description": "What was acted on (a grant, product or purchase id)."},
-          "user_id": {"type": ["string", "null"]},
-          "before": {"description": "The state before the action (any JSON value, or null)."},
-          "after": {"description": "The state after the action (any JSON value, or null)."}
+          "actor": {"type": "string", "description": "The key id of the admin (`admin#1`), or of the key that posted the receipt for an ownership transfer."},
+          "action": {"type": "string", "description": "`grant.create`, `grant.revoke`, `product.put` or `ownership.transfer`.", "examples": ["grant.create"]},
+          "subject": {"type": "string", "description": "What was acted on: a grant id, a product id or an original transaction id."},
+          "user_id": {"type": ["string", "null"], "description": "The user concerned; `null` for catalog changes."},
+          "before": {"description": "The state before the action (`null` when there was none)."},
+          "after": {"description": "The state after the action."}
         }
       },
       "AuditPage": {
         "type": "object",
-        "required": ["events"],
+        "required": ["events", "next_cursor"],
         "properties": {
           "events": {"type": "array", "description": "Newest first.", "items": {"$ref": "#/components/schemas/AuditEvent"}},
-          "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` for the next older page; `null` on the last page."}
+          "next_cursor": {"type": ["string", "null"], "description": "Pass as `cursor` (with the same filters) for the next older page; `null` on the last page."}
         }
       },
       "PurchaseReportRow": {
         "type": "object",
-        "required": ["product_id", "environment", "count"],
+        "required": ["product_id", "environment", "count", "refunded", "units", "product_type", "price", "price_currency", "revenue"],
         "properties": {
           "product_id": {"type": "string"},
           "environment": {"$ref": "#/components/schemas/StoreEnvironment"},
-          "product_type": {"type": ["string", "null"], "enum": ["consumable", "non_consumable", "auto_renewable", "non_renewing", null]},
-          "count": {"type": "integer", "minimum": 0, "description": "Verified purchases (each transaction once)."},
+          "product_type": {"type": ["string", "null"], "enum": ["consumable", "non_consumable", "auto_renewable", "non_renewing", null], "description": "From the catalog; `null` for a product it does not know."},
+          "count": {"type": "integer", "minimum": 1, "description": "Verified purchases (App Store transactions, each once, renewals included)."},
+          "refunded": {"type": "integer", "minimum": 0, "description": "Of `count`, the ones Apple has refunded or revoked since."},
+          "units": {"type": "integer", "minimum": 0, "description": "Items bought: the sum of the transactions' `quantity`."},
           "price": {"type": ["string", "null"], "description": "The catalog price, where the catalog has one."},
-          "price_currency": {"type": ["string", "null"]},
-          "revenue": {"type": ["string", "null"], "description": "`count` × `price` as a decimal string, where the catalog has a price."}
+          "price_currency": {"type": ["string", "null"], "description": "The ISO 4217 currency of `price`."},
+          "revenue": {"type": ["string", "null"], "description": "`price` × the units not refunded, as a decimal string, where the catalog has a price."}
         }
       },
       "PurchaseReport": {
         "type": "object",
-        "required": ["rows"],
+        "required": ["from", "to", "environment", "rows"],
         "properties": {
           "from": {"type": "string", "format": "date-time"},
           "to": {"type": "string", "format": "date-time"},
-          "environment": {"type": ["string", "null"], "enum": ["Production", "Sandbox", null]},
-          "rows": {"type": "array", "items": {"$ref": "#/components/schemas/PurchaseReportRow"}}
+          "environment": {"type": ["string", "null"], "enum": ["Production", "Sandbox", null], "description": "The filter asked for; `null` for both."},
+          "rows": {"type": "array", "description": "By environment, then product id.", "items": {"$ref": "#/components/schemas/PurchaseReportRow"}}
         }
       },
       "AppStoreNotificationV1": {

@@ -2,9 +2,10 @@ import Foundation
 
 /// Checks of client input shared by the routes; each failure is a 400 problem naming the field.
 enum InputRules {
-    /// User ids are 1–128 printable characters (no control characters).
+    /// User ids are 1–128 printable characters (no control characters, not only spaces). Characters are
+    /// counted as Unicode scalars, as JSON Schema's `maxLength` counts them.
     static func userID(_ value: String, field: String = "user_id") throws -> String {
-        guard (1...128).contains(value.count), value.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }),
+        guard (1...128).contains(value.unicodeScalars.count), value.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }),
               !value.allSatisfy(\.isWhitespace) else {
             throw ProblemError.badRequest("'\(field)' must be 1 to 128 printable characters.", field: field)
         }
@@ -19,9 +20,9 @@ enum InputRules {
         return uuid.uuidString.lowercased()
     }
 
-    /// A short identifier-like string: 1–`maxLength` printable characters.
+    /// A short identifier-like string: 1–`maxLength` printable characters (Unicode scalars).
     static func token(_ value: String, field: String, maxLength: Int = 200) throws -> String {
-        guard (1...maxLength).contains(value.count), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
+        guard (1...maxLength).contains(value.unicodeScalars.count), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
             throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) printable characters without spaces.", field: field)
         }
         return value

@@ -6,7 +6,7 @@ import Foundation
 /// Version 1 notifications carry the shared secret as `password` (checked in constant time) and Apple's
 /// `unified_receipt`; its transactions and renewal info are recorded for purchases that already have an owner,
 /// so refunds, renewals and cancellations show up without waiting for the renewal refresher. A purchase nobody
-/// owns yet is left for the receipt its buyer posts. Version 2 (`signedPayload`) is refused with 501 until its
+/// owns yet is left for the receipt its buyer posts. Version 2 (`signedPayload`) is refused with 422 until its
 /// signature chain is verified; Apple then retries it, and the renewal refresher covers the gap.
 @Loop
 struct NotificationRoutes {
@@ -25,7 +25,8 @@ struct NotificationRoutes {
             throw ProblemError.badRequest("The body must be a JSON object.")
         }
         if object["signedPayload"] != nil {
-            throw ProblemError(status: 501, detail: "Signed (version 2) notifications are not accepted yet; send version 1 notifications.")
+            throw ProblemError(status: 422, detail: "Signed (version 2) notifications are not accepted yet; send version 1 notifications.",
+                               extra: ["field": "signedPayload"])
         }
         let notification: AppStoreNotificationV1
         do {

@@ -1,0 +1,74 @@
+import EntitlementModel
+import Foundation
+
+/// Checks of admin input beyond `InputRules`; each failure is a 400 problem naming the field.
+enum AdminInput {
+    /// The latest instant an admin may name: the end of year 9999, the last one RFC 3339 can write.
+    static let latestInstant = RFC3339.date(from: "9999-12-31T23:59:59Z")!
+
+    /// Free text of 1–`maxLength` characters (Unicode scalars, as JSON Schema counts) that is not blank and holds no control characters (with
+    /// `multiline`, line feeds, carriage returns and tabs are allowed).
+    static func text(_ value: String, field: String, maxLength: Int, multiline: Bool = false) throws -> String {
+        let allowed: Set<Unicode.Scalar> = multiline ? ["\n", "\r", "\t"] : []
+        guard (1...maxLength).contains(value.unicodeScalars.count), !value.allSatisfy(\.isWhitespace),
+              !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) }) else {
+            let lines = multiline ? " (line breaks and tabs allowed)" : ""
+            throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) characters, not blank, without control characters\(lines).",
+                                          field: field)
+        }
+        return value
+    }
+
+    /// An RFC 3339 date-time no later than ``latestInstant``.
+    static func instant(_ value: String, field: String) throws -> Date {
+        guard let date = RFC3339.date(from: value) else {
+            throw ProblemError.badRequest("'\(field)' must be an RFC 3339 date-time such as 2026-11-22T01:20:00Z.", field: field)
+        }
+        guard date <= latestInstant else {
+            throw ProblemError.badRequest("'\(field)' must not be later than 9999-12-31T23:59:59Z.", field: field)
+        }
+        return date
+    }
+
+    /// A required RFC 3339 query parameter.
+    static func requiredQueryInstant(_ request: HTTPRequest, _ name: String) throws -> Date {
+        guard let raw = request.query[name] else {
+            throw ProblemError.badRequest("The query parameter '\(name)' is required (an RFC 3339 date-time).", field: name)
+        }
+        return try instant(raw, field: name)
+    }
+
+    /// An ISO 8601 duration longer than zero whose end, counted from `start`, is no later than ``latestInstant``.
+    static func duration(_ value: String, field: String, from start: Date) throws -> Date {
+        let duration: ISODuration
+        do {
+            duration = try ISODuration(parsing: value)
+        } catch {
+            throw ProblemError.badRequest("'\(field)' is not an ISO 8601 duration such as P1M, P7D or P1Y: \(error.reason).", field: field)
+        }
+        guard !duration.isZero else { throw ProblemError.badRequest("'\(field)' must be longer than zero.", field: field) }
+        let end = duration.adding(to: start)
+        guard end <= latestInstant else {
+            throw ProblemError.badRequest("'\(field)' reaches past 9999-12-31T23:59:59Z.", field: field)
+        }
+        return end
+    }
+
+    /// An audit action name: 1–100 printable ASCII characters without spaces (`grant.create`).
+    static func action(_ value: String) throws -> String {
+        guard (1...100).contains(value.utf8.count), value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw ProblemError.badRequest("'action' must be 1 to 100 printable ASCII characters without spaces, such as grant.create.",
+                                          field: "action")
+        }
+        return value
+    }
+
+    /// The optional `environment` query parameter: `Production` or `Sandbox`.
+    static func queryEnvironment(_ request: HTTPRequest) throws -> StoreEnvironment? {
+        guard let raw = request.query["environment"] else { return nil }
+        guard let environment = StoreEnvironment(rawValue: raw) else {
+            throw ProblemError.badRequest("'environment' must be Production or Sandbox.", field: "environment")
+        }
+        return environment
+    }
+}

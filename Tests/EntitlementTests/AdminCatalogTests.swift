@@ -1,0 +1,91 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+
+extension AdminTests {
+    /// Catalog administration over real HTTP: create and replace one product, list them, every validation error
+    /// naming its field, and the change visible to this instance at once.
+    @Suite struct AdminCatalogTests {
+        @Test @Loop func putCreatesThenReplacesAndTheCatalogSeesItAtOnce() async throws {
+            try await AdminHarness.run { service in
+                // The catalog cache must not hide the new product: an order for it is accepted right away.
+                _ = try await service.call("GET", "/v1/admin/products")
+                let refused = try await service.call("POST", "/v1/orders", key: .app, body: #"{"user_id": "u1", "product_id": "com.example.gold"}"#)
+                #expect(refused.status == 422, "\(refused)")
+
+                let created = try await service.call("PUT", "/v1/admin/products/com.example.gold",
+                                                     body: #"{"type": "non_renewing", "entitlements": ["gold"], "duration": "P1M", "price": "2.99", "price_currency": "USD", "extra": true}"#)
+                #expect(created.status == 201, "\(created)")
+                #expect(created.object["product_id"] as? String == "com.example.gold")
+                #expect(created.object["duration"] as? String == "P1M")
+                #expect(created.object["extra"] == nil)
+                let order = try await service.call("POST", "/v1/orders", key: .app, body: #"{"user_id": "u1", "product_id": "com.example.gold"}"#)
+                #expect(order.status == 201, "\(order)")
+
+                let replaced = try await service.call("PUT", "/v1/admin/products/com.example.gold",
+                                                      body: #"{"product_id": "com.example.gold", "type": "non_consumable", "entitlements": ["gold", "silver"]}"#)
+                #expect(replaced.status == 200, "\(replaced)")
+                #expect(replaced.object["duration"] == nil)
+
+                let list = try await service.call("GET", "/v1/admin/products")
+                #expect(list.status == 200)
+                let products = try #require(list.object["products"] as? [[String: Any]])
+                #expect(products.compactMap { $0["product_id"] as? String }
+                        == ["com.example.coins.100", "com.example.gold", "com.example.lifetime", "com.example.premium.monthly"])
+                let gold = try #require(products.first { $0["product_id"] as? String == "com.example.gold" })
+                #expect(gold["type"] as? String == "non_consumable")
+                #expect(gold["entitlements"] as? [String] == ["gold", "silver"])
+                #expect(gold["price"] == nil)
+
+                let audit = try await service.sql("""
+                    SELECT actor, subject, user_id, before IS NULL AS was_new, after ->> 'type' AS type
+                      FROM audit_events WHERE action = 'product.put' ORDER BY event_id
+                    """)
+                #expect(audit.count == 2)
+                #expect(try audit.map { try $0.bool("was_new") } == [true, false])
+                #expect(try audit.map { try $0.string("type") } == ["non_renewing", "non_consumable"])
+                #expect(try audit.allSatisfy { try $0.string("actor") == "admin#1" && $0.string("subject") == "com.example.gold" && $0["user_id"] == nil })
+            }
+        }
+
+        @Test @Loop func validationErrorsNameTheField() async throws {
+            try await AdminHarness.run { service in
+                let cases: [(path: String, body: String, field: String)] = [
+                    ("p1", #"{"product_id": "p2", "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                    ("p1", #"{"product_id": 5, "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                    ("p1", #"{"product_id": null, "type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                    ("p1", #"{"entitlements": ["a"]}"#, "type"),
+                    ("p1", #"{"type": "subscription", "entitlements": ["a"]}"#, "type"),
+                    ("p1", #"{"type": "non_renewing", "entitlements": ["a"]}"#, "duration"),
+                    ("p1", #"{"type": "non_renewing", "entitlements": ["a"], "duration": "P1X"}"#, "duration"),
+                    ("p1", #"{"type": "consumable", "amount": 5}"#, "currency"),
+                    ("p1", #"{"type": "consumable", "currency": "coins"}"#, "amount"),
+                    ("p1", #"{"type": "consumable", "currency": "coins", "amount": 0}"#, "amount"),
+                    ("p1", #"{"type": "consumable", "currency": "coins", "amount": 1.5}"#, "amount"),
+                    ("p1", #"{"type": "non_consumable"}"#, "entitlements"),
+                    ("p1", #"{"type": "non_consumable", "entitlements": ["a", "a"]}"#, "entitlements[1]"),
+                    ("p1", #"{"type": "non_consumable", "entitlements": "a"}"#, "entitlements"),
+                    ("p1", #"{"type": "non_consumable", "entitlements": ["a"], "price": "4,99"}"#, "price"),
+                    ("p1", #"{"type": "non_consumable", "entitlements": ["a"], "price_currency": "usd"}"#, "price_currency"),
+                    ("bad%20id", #"{"type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                    (String(repeating: "p", count: 256), #"{"type": "non_consumable", "entitlements": ["a"]}"#, "product_id"),
+                ]
+                for (path, body, field) in cases {
+                    let reply = try await service.call("PUT", "/v1/admin/products/\(path)", body: body)
+                    #expect(reply.status == 400, "\(path) \(body): \(reply)")
+                    #expect(reply.field == field, "\(path) \(body): \(reply)")
+                    #expect((reply.object["detail"] as? String)?.contains(field) == true, "\(reply)")
+                }
+                for body in ["[]", "\"x\"", "{", ""] {
+                    let reply = try await service.call("PUT", "/v1/admin/products/p1", body: body)
+                    #expect(reply.status == 400, "\(body): \(reply)")
+                }
+                let nonUTF8 = try await service.call("PUT", "/v1/admin/products/p1", bytes: [0x7B, 0xFF, 0x7D])
+                #expect(nonUTF8.status == 400)
+                #expect(try await service.sql("SELECT 1 FROM audit_events").isEmpty)
+                #expect(try await service.sql("SELECT 1 FROM products WHERE product_id = 'p1'").isEmpty)
+            }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+
+extension AdminTests {
+    /// The purchase report over real HTTP, on transactions written straight into the database.
+    @Suite struct AdminReportTests {
+        /// Inserts one verified transaction.
+        @Loop static func insert(_ service: AdminHarness, _ id: String, product: String, environment: String, purchased: String,
+                                 quantity: Int = 1, refunded: Bool = false) async throws {
+            _ = try await service.sql("""
+                INSERT INTO app_store_transactions (transaction_id, original_transaction_id, product_id, environment, purchase_date,
+                                                    quantity, cancellation_date)
+                VALUES ($1, $1, $2, $3, $4::timestamptz, $5, CASE WHEN $6 THEN $4::timestamptz + interval '1 day' END)
+                """, [id, product, environment, purchased, quantity, refunded])
+        }
+
+        @Test @Loop func purchasesAreGroupedByProductAndEnvironment() async throws {
+            try await AdminHarness.run { service in
+                let monthly = "com.example.premium.monthly", coins = "com.example.coins.100"
+                try await Self.insert(service, "1", product: monthly, environment: "Production", purchased: "2026-03-01T00:00:00Z")
+                try await Self.insert(service, "2", product: monthly, environment: "Production", purchased: "2026-03-15T10:00:00Z", refunded: true)
+                try await Self.insert(service, "3", product: monthly, environment: "Sandbox", purchased: "2026-03-02T00:00:00Z")
+                try await Self.insert(service, "4", product: coins, environment: "Production", purchased: "2026-03-31T23:59:59Z", quantity: 3)
+                try await Self.insert(service, "5", product: "com.example.unknown", environment: "Production", purchased: "2026-03-05T00:00:00Z")
+                try await Self.insert(service, "6", product: monthly, environment: "Production", purchased: "2026-04-01T00:00:00Z")  // at `to`: out
+                try await Self.insert(service, "7", product: monthly, environment: "Production", purchased: "2026-02-28T23:59:59Z")  // before: out
+
+                let reply = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z")
+                #expect(reply.status == 200, "\(reply)")
+                #expect(reply.object["from"] as? String == "2026-03-01T00:00:00Z")
+                #expect(reply.object["environment"] is NSNull)
+                let rows = try #require(reply.object["rows"] as? [[String: Any]])
+                let summary = rows.map { row in
+                    "\(row["environment"] as? String ?? "?") \(row["product_id"] as? String ?? "?") count=\(row["count"] as? Int ?? -1) "
+                        + "refunded=\(row["refunded"] as? Int ?? -1) units=\(row["units"] as? Int ?? -1) "
+                        + "price=\(row["price"] as? String ?? "null") \(row["price_currency"] as? String ?? "null") "
+                        + "revenue=\(row["revenue"] as? String ?? "null") type=\(row["product_type"] as? String ?? "null")"
+                }
+                #expect(summary == [
+                    "Production com.example.coins.100 count=1 refunded=0 units=3 price=0.99 USD revenue=2.97 type=consumable",
+                    "Production com.example.premium.monthly count=2 refunded=1 units=2 price=4.99 USD revenue=4.99 type=auto_renewable",
+                    "Production com.example.unknown count=1 refunded=0 units=1 price=null null revenue=null type=null",
+                    "Sandbox com.example.premium.monthly count=1 refunded=0 units=1 price=4.99 USD revenue=4.99 type=auto_renewable",
+                ])
+
+                let sandbox = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&environment=Sandbox")
+                #expect(sandbox.object["environment"] as? String == "Sandbox")
+                #expect((sandbox.object["rows"] as? [[String: Any]])?.compactMap { $0["environment"] as? String } == ["Sandbox"])
+
+                // An offset in the window is honoured: 02:00+02:00 is midnight UTC, so transaction 6 is in.
+                let shifted = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z&to=2026-04-01T02:00:01%2B02:00&environment=Production")
+                let counts = (shifted.object["rows"] as? [[String: Any]])?.first { $0["product_id"] as? String == monthly }?["count"] as? Int
+                #expect(counts == 3, "\(shifted)")
+            }
+        }
+
+        @Test @Loop func windowAndEnvironmentAreChecked() async throws {
+            try await AdminHarness.run { service in
+                let cases: [(String, String)] = [
+                    ("to=2026-04-01T00:00:00Z", "from"),
+                    ("from=2026-03-01T00:00:00Z", "to"),
+                    ("from=yesterday&to=2026-04-01T00:00:00Z", "from"),
+                    ("from=2026-03-01T00:00:00Z&to=2026-13-01T00:00:00Z", "to"),
+                    ("from=2026-03-01T00:00:00Z&to=", "to"),
+                    ("from=2026-04-01T00:00:00Z&to=2026-04-01T00:00:00Z", "to"),
+                    ("from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&environment=production", "environment"),
+                ]
+                for (query, field) in cases {
+                    let reply = try await service.call("GET", "/v1/admin/reports/purchases?\(query)")
+                    #expect(reply.status == 400, "\(query): \(reply)")
+                    #expect(reply.field == field, "\(query): \(reply)")
+                }
+                let empty = try await service.call("GET", "/v1/admin/reports/purchases?from=0001-01-01T00:00:00Z&to=9999-12-31T23:59:59Z")
+                #expect(empty.status == 200, "\(empty)")
+                #expect((empty.object["rows"] as? [Any])?.isEmpty == true)
+            }
+        }
+    }
+}

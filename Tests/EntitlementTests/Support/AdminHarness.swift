@@ -1,0 +1,260 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+
+/// The whole service in-process for the admin tests: the real `Application` on port 0 against a database
+/// of its own (created on the `TEST_DATABASE_URL` server, migrated by the application, dropped afterwards),
+/// with the in-process fake App Store as its Apple, and a client that talks to it over loopback.
+///
+/// Keys are fresh random strings per harness, so a test can look for them anywhere: every answer the
+/// harness reads is checked never to contain one. With `process: true` the service runs instead as the
+/// built `entitlement-service serve` in a child process whose standard error is kept in a file (`log`), so
+/// a test can read every line it logged without redirecting this process's own standard error.
+@Loop
+final class AdminHarness {
+    nonisolated let appKey = "app-" + AdminHarness.randomToken()
+    nonisolated let adminKey = "adm-" + AdminHarness.randomToken()
+    nonisolated static let bundleID = "com.example.app"
+
+    /// The catalog the service starts with (`PRODUCTS_FILE`).
+    static let catalog = """
+        {"products": [
+          {"product_id": "com.example.premium.monthly", "type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "4.99", "price_currency": "USD"},
+          {"product_id": "com.example.coins.100", "type": "consumable", "currency": "coins", "amount": 100, "price": "0.99", "price_currency": "USD"},
+          {"product_id": "com.example.lifetime", "type": "non_consumable", "entitlements": ["pro"], "price": "19.99", "price_currency": "EUR"}
+        ]}
+        """
+
+    private(set) var application: Application?
+    private var child: AdminServiceProcess?
+    /// What the child process logged (`process: true`), complete once `run` has returned.
+    private(set) var log = ""
+    private(set) var fake: FakeAppStore?
+    nonisolated(unsafe) private(set) var port = 0
+    private var databaseName: String?
+    private(set) var databaseURL = ""
+    let sharedSecret = "secret-" + AdminHarness.randomToken()
+
+    private let inProcess: Bool
+
+    private init(inProcess: Bool) {
+        self.inProcess = inProcess
+    }
+
+    /// Runs `body` against a freshly started service (in this process, or with `process` in a child
+    /// process), stopping it and dropping its database however `body` ends.
+    static func run<T>(process: Bool = false, _ body: (AdminHarness) async throws -> T) async throws -> T {
+        let harness = AdminHarness(inProcess: !process)
+        do {
+            try await harness.start()
+            let result = try await body(harness)
+            await harness.stop()
+            return result
+        } catch {
+            await harness.stop()
+            throw error
+        }
+    }
+
+    private func start() async throws {
+        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: sharedSecret))
+        self.fake = fake
+        let fakePort = try fake.start(port: 0)
+        let name = "admin_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let server = try await PostgresConnection.connect(try TestDatabase.url())
+        defer { server.close() }
+        _ = try await server.query("CREATE DATABASE \(name)")
+        databaseName = name
+        databaseURL = try TestDatabase.url(database: name)
+        let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
+        try Data(Self.catalog.utf8).write(to: catalogFile)
+        defer { try? FileManager.default.removeItem(at: catalogFile) }
+        let environment = [
+            "DATABASE_URL": databaseURL, "LISTEN_ADDR": "127.0.0.1", "PORT": "0", "DATABASE_POOL_SIZE": "4",
+            "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "PRODUCTS_FILE": catalogFile.path,
+            "APPLE_SHARED_SECRET": sharedSecret, "APPLE_BUNDLE_ID": Self.bundleID, "APPLE_TIMEOUT_MS": "3000",
+            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
+            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
+            "RETRY_BASE_MS": "60000", "RETRY_MAX_MS": "600000",
+        ]
+        if inProcess {
+            let configuration = try Configuration(environment: environment)
+            let application = try await Application(configuration: configuration, migrationsDirectory: Migrator.defaultDirectory())
+            self.application = application
+            port = try application.start()
+        } else {
+            let child = try AdminServiceProcess(environment: environment.merging(
+                ["MIGRATIONS_DIR": Migrator.defaultDirectory().path, "LOG_LEVEL": "debug"]) { _, new in new })
+            self.child = child
+            port = try await child.waitForPort()
+        }
+    }
+
+    private func stop() async {
+        await application?.shutdown()
+        if let child { log = await child.stop() }
+        await fake?.shutdown()
+        guard let databaseName, let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
+        _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
+        server.close()
+    }
+
+    /// Which `Authorization` header a request carries.
+    enum Key: Sendable {
+        case none, app, admin
+        /// Sent exactly as given, e.g. `Bearer wrong` or `Basic …`.
+        case header(String)
+    }
+
+    /// One answer as read off the wire.
+    struct Reply: Sendable, CustomStringConvertible {
+        var status: Int
+        var contentType: String?
+        var text: String
+
+        /// The body as a JSON object (empty when it is not one).
+        var object: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+        }
+
+        /// The `field` a problem names.
+        var field: String? { object["field"] as? String }
+
+        var description: String { "\(status) \(text)" }
+    }
+
+    /// One request on a fresh loopback connection. `target` is sent as given (already percent-encoded).
+    /// Records an issue when the answer holds either configured key.
+    nonisolated func call(_ method: String, _ target: String, key: Key = .admin, body: String? = nil,
+                          sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
+        try await call(method, target, key: key, bytes: body.map { Array($0.utf8) }, sourceLocation: sourceLocation)
+    }
+
+    /// As `call`, with a body of raw bytes (which need not be UTF-8).
+    nonisolated func call(_ method: String, _ target: String, key: Key = .admin, bytes: [UInt8]?,
+                          sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n"
+        switch key {
+        case .none: break
+        case .app: head += "Authorization: Bearer \(appKey)\r\n"
+        case .admin: head += "Authorization: Bearer \(adminKey)\r\n"
+        case .header(let value): head += "Authorization: \(value)\r\n"
+        }
+        if let bytes { head += "Content-Type: application/json\r\nContent-Length: \(bytes.count)\r\n" }
+        return try await send(raw: Array((head + "\r\n").utf8) + (bytes ?? []), method: method, sourceLocation: sourceLocation)
+    }
+
+    /// Sends `request` exactly as given (it should ask to close the connection) and reads the answer.
+    /// Records an issue when the answer holds either configured key or the shared secret.
+    nonisolated func send(raw request: [UInt8], method: String = "GET",
+                          sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
+        let port = port
+        let response = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(request)
+            return try client.readResponse(timeout: 30, bodyless: method == "HEAD")
+        }
+        let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text)
+        for secret in [appKey, adminKey, sharedSecret] where reply.text.contains(secret) {
+            Issue.record("\(String(decoding: request.prefix(80), as: UTF8.self)) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
+        }
+        return reply
+    }
+
+    /// `value` as JSON text.
+    nonisolated static func json(_ value: [String: Any]) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: value, options: [.sortedKeys]), as: UTF8.self)
+    }
+
+    /// Posts `receipt` for `userID` with the app key; the answer of `POST /v1/receipts`.
+    nonisolated func post(_ receipt: FakeReceipt, for userID: String) async throws -> Reply {
+        try await call("POST", "/v1/receipts?wait_ms=10000", key: .app,
+                       body: Self.json(["user_id": userID, "receipt_data": receipt.receiptData]))
+    }
+
+    /// The user's entitlement `name` from `GET /v1/users/{user_id}/entitlements` (at `at` when given).
+    nonisolated func entitlement(_ name: String, of userID: String, at: Date? = nil) async throws -> [String: Any]? {
+        let query = at.map { "?at=" + RFC3339.string(from: $0) } ?? ""
+        let reply = try await call("GET", "/v1/users/\(Self.encodePath(userID))/entitlements\(query)", key: .app)
+        guard reply.status == 200 else { throw TestSetupError("entitlements answered \(reply)") }
+        return (reply.object["entitlements"] as? [String: Any])?[name] as? [String: Any]
+    }
+
+    /// A SQL statement against the service's database.
+    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
+        let connection = try await PostgresConnection.connect(databaseURL)
+        defer { connection.close() }
+        return try await connection.query(text, parameters).rows
+    }
+
+    /// Percent-encodes everything but unreserved characters, for a path segment.
+    nonisolated static func encodePath(_ segment: String) -> String {
+        segment.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn:
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? segment
+    }
+
+    nonisolated static func randomToken() -> String {
+        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+    }
+}
+
+/// The built `entitlement-service` run as `serve` in a child process, its standard error written to a file.
+/// Unchecked: `Process` is not `Sendable`; it is only asked whether it runs and waited for.
+final class AdminServiceProcess: @unchecked Sendable {
+    private let process: Process
+    private let logURL: URL
+
+    /// Starts the executable that sits beside the test bundle with `environment` (plus `PATH`, `HOME` and
+    /// `LD_LIBRARY_PATH` from this process, nothing else of its environment).
+    init(environment: [String: String]) throws {
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let executable = directory.appendingPathComponent("entitlement-service")
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
+            throw TestSetupError("\(executable.path) is missing: build it first (scripts/test.sh runs swift build --build-tests)")
+        }
+        logURL = FileManager.default.temporaryDirectory.appendingPathComponent("admin-service-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: logURL.path, contents: nil)
+        process = Process()
+        process.executableURL = executable
+        process.arguments = ["serve"]
+        let inherited = ProcessInfo.processInfo.environment.filter { ["PATH", "HOME", "LD_LIBRARY_PATH"].contains($0.key) }
+        process.environment = inherited.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: logURL)
+        try process.run()
+    }
+
+    /// What the process has logged so far.
+    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
+
+    /// The port of the process's `serving` log line, waiting up to `timeout` seconds for it.
+    func waitForPort(timeout: Double = 60) async throws -> Int {
+        let deadline = RawHTTPClient.now() + timeout
+        while RawHTTPClient.now() < deadline {
+            for line in log.split(separator: "\n") where line.contains("event=serving ") {
+                if let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") }), let port = Int(field.dropFirst(5)) {
+                    return port
+                }
+            }
+            guard process.isRunning else { throw TestSetupError("the service exited early:\n\(log)") }
+            await LoopTimer.sleep(milliseconds: 50)
+        }
+        throw TestSetupError("the service did not start serving within \(timeout) s:\n\(log)")
+    }
+
+    /// Stops the process with SIGTERM (SIGKILL after 30 s) and returns everything it logged.
+    func stop() async -> String {
+        if process.isRunning { process.terminate() }
+        _ = try? await offLoop { [self] in
+            let deadline = RawHTTPClient.now() + 30
+            while process.isRunning && RawHTTPClient.now() < deadline { usleep(20_000) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        let text = log
+        try? FileManager.default.removeItem(at: logURL)
+        return text
+    }
+}
