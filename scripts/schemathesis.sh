@@ -17,8 +17,6 @@
 #   `from` is a 400, an order for a product the catalog lacks is a 422.
 # - unsupported_method: http-parser refuses methods it does not know (such as QUERY) with 400 before any
 #   route is looked up; known methods a route lacks get 405.
-# status_code_conformance is also left out of the app run while POST /v1/notifications/app-store answers
-# 404 (not implemented yet); the script says so when it does.
 set -euo pipefail
 
 : "${BASE_URL:?BASE_URL must name the running service, e.g. http://127.0.0.1:8080}"
@@ -84,19 +82,9 @@ cases() {
         "$WORK/$1.log" | tail -n 1
 }
 
-# join A B: the comma-separated union of two check lists, either of which may be empty.
-join() { local joined="$1${1:+${2:+,}}$2"; echo "$joined"; }
-
-app_excluded="$EXCLUDE_CHECKS"
-notification_status="$(curl -sS --max-time 30 -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-    --data '{}' "$BASE_URL/v1/notifications/app-store" || true)"
-if [ "$notification_status" = "404" ]; then
-    echo "note: POST /v1/notifications/app-store answers 404 (not implemented yet): the app run skips status_code_conformance" >&2
-    app_excluded="$(join "$app_excluded" status_code_conformance)"
-fi
 
 failed=0
-run app "$APP_KEY" "$app_excluded" --exclude-path-regex '^/v1/admin/' || failed=1
+run app "$APP_KEY" "$EXCLUDE_CHECKS" --exclude-path-regex '^/v1/admin/' || failed=1
 run admin "$ADMIN_KEY" "$EXCLUDE_CHECKS" --include-path-regex '^/v1/admin/' || failed=1
 
 app_cases="$(cases app)"
