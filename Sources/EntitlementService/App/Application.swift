@@ -11,6 +11,7 @@ final class Application {
     let receipts: ReceiptService
     private let workers: [PeriodicWorker]
     private var signals: [SignalWatcher] = []
+    private let lagMonitor = LoopLagMonitor()
     private var stopping = false
 
     /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
@@ -56,7 +57,7 @@ final class Application {
     func start() throws -> Int {
         let port = try server.start()
         for worker in workers { worker.start() }
-        LoopLagMonitor().start()
+        lagMonitor.start()
         Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
         return port
     }
@@ -72,6 +73,7 @@ final class Application {
         for worker in workers { await worker.stop() }
         await receipts.releaseClaims()
         await pool.close()
+        lagMonitor.stop()
         Log.info("stopped")
     }
 

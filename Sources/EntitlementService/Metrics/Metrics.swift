@@ -51,13 +51,16 @@ public final class Metrics {
         durations[route]!.count += 1
     }
 
-    /// Registers a gauge read at every scrape. Several registrations may share a name with different labels.
+    /// Registers a gauge read at every scrape. Several registrations may share a name with different labels;
+    /// registering the same name and labels again replaces the earlier one (a restarted component).
     public func gauge(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sampled.removeAll { $0.name == name && $0.labels == labels }
         sampled.append(Sampled(name: name, help: help, type: "gauge", labels: labels, read: read))
     }
 
     /// Registers a monotonically growing total kept elsewhere, read at every scrape.
     public func counter(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sampled.removeAll { $0.name == name && $0.labels == labels }
         sampled.append(Sampled(name: name, help: help, type: "counter", labels: labels, read: read))
     }
 

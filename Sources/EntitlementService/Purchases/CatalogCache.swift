@@ -9,6 +9,8 @@ final class CatalogCache {
     private let maxAgeMs: UInt64
     private var cached: (catalog: Catalog, loadedAt: UInt64)?
     private var loading: Task<Catalog, any Error>?
+    /// Bumped by `invalidate()`, so a load that began before an invalidation is not cached as current.
+    private var generation = 0
 
     init(db: PostgresPool, maxAgeMs: UInt64 = 1_000) {
         self.db = db
@@ -20,17 +22,20 @@ final class CatalogCache {
         let now = EventLoop.shared.now
         if let cached, now &- cached.loadedAt < maxAgeMs { return cached.catalog }
         if let loading { return try await loading.value }
+        let started = generation
         let task = Task { @Loop in try await self.load() }
         loading = task
         defer { loading = nil }
         let catalog = try await task.value
-        cached = (catalog, EventLoop.shared.now)
+        if generation == started { cached = (catalog, EventLoop.shared.now) }
         return catalog
     }
 
     /// Drops the cached copy; the next read loads the catalog again.
     func invalidate() {
         cached = nil
+        loading = nil
+        generation += 1
     }
 
     private func load() async throws -> Catalog {
