@@ -57,7 +57,7 @@ enum FuzzDriver {
             offset = end
             // Like a connection: parse what is buffered until the parser needs more bytes.
             while !pending.isEmpty && outcome.failure == nil {
-                let (consumed, events) = parser.parse(pending)
+                let (consumed, events) = pending.withUnsafeBytes { parser.parse($0) }
                 var ended = false
                 for event in events {
                     switch event {
