@@ -200,6 +200,30 @@ import Testing
         #expect(try await connection.pipeline([]).isEmpty)
     }
 
+    @Test @Loop func pipelinedStatementsArePreparedOncePerConnection() async throws {
+        let connection = try await connect()
+        defer { connection.close() }
+        let lookup = "SELECT $1::int + 1 AS next"
+        let echo = "SELECT $1::text AS echoed"
+        for round in 0..<3 {
+            let results = try await connection.pipeline([
+                PostgresStatement(lookup, [round]), PostgresStatement(echo, ["it's \(round)"]), PostgresStatement(lookup, [round * 10]),
+            ])
+            #expect(results.count == 3)
+            #expect(try results[0].rows[0].int("next") == round + 1)
+            #expect(try results[1].rows[0].string("echoed") == "it's \(round)")
+            #expect(try results[2].rows[0].int("next") == round * 10 + 1)
+        }
+        // Each distinct text was prepared once, whatever the repeats within and across pipelines.
+        let prepared = try await connection.query("SELECT count(*)::int AS n FROM pg_prepared_statements", []).rows[0].int("n")
+        #expect(prepared == 2)
+        // A failed pipeline prepares afresh next time and answers correctly.
+        await #expect(throws: PostgresError.self) {
+            _ = try await connection.pipeline([PostgresStatement("SELECT 1/$1::int AS q", [0])])
+        }
+        #expect(try await connection.pipeline([PostgresStatement("SELECT 1/$1::int AS q", [1])])[0].rows[0].int("q") == 1)
+    }
+
     @Test @Loop func connectionIdentifiesItself() async throws {
         let connection = try await connect()
         defer { connection.close() }

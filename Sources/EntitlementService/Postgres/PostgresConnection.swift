@@ -40,7 +40,18 @@ public final class PostgresConnection {
         let continuation: CheckedContinuation<[PostgresResult], Error>
         var results: [PostgresResult] = []
         var error: PostgresError?
+        /// Statements this pipeline prepares, remembered as prepared once it succeeds.
+        var preparing: [(sql: String, name: String)] = []
+        /// Positions in `results` of the prepare steps' own results, which callers never see.
+        var prepareResults: Set<Int> = []
     }
+
+    /// Statements prepared on this connection by pipelines (SQL text → statement name), so PostgreSQL parses
+    /// and plans each once per connection instead of once per execution. Bounded: past the limit, statements
+    /// run unnamed as before.
+    private var prepared: [String: String] = [:]
+    private var preparedCount = 0
+    private static let maximumPrepared = 128
 
     private var connection: OpaquePointer?
     private var machine = Machine()
@@ -230,7 +241,10 @@ public final class PostgresConnection {
                 if let error = done.error {
                     done.continuation.resume(throwing: error)
                 } else {
-                    done.continuation.resume(returning: done.results)
+                    for (sql, name) in done.preparing { prepared[sql] = name }
+                    let results = done.prepareResults.isEmpty ? done.results
+                        : done.results.enumerated().filter { !done.prepareResults.contains($0.offset) }.map(\.element)
+                    done.continuation.resume(returning: results)
                 }
             }
             return sendOrIdle(next)
@@ -296,25 +310,58 @@ public final class PostgresConnection {
             sent = PQsendQuery(connection, sql) == 1
         case .pipeline(let statements):
             sent = PQenterPipelineMode(connection) == 1
-                && statements.allSatisfy(sendQueryParams)
+                && sendPipelined(statements, for: request.id)
                 && PQpipelineSync(connection) == 1
         }
         return sent ? .sent : .sendFailed(connectionBroken: PQstatus(connection) != CONNECTION_OK)
     }
 
-    /// `PQsendQueryParams` with text-format parameters and results.
-    private func sendQueryParams(_ statement: EncodedStatement) -> Bool {
+    /// Sends a pipeline's statements, each as a prepared statement: prepared in the same pipeline the first
+    /// time this connection sees its SQL.
+    private func sendPipelined(_ statements: [EncodedStatement], for id: Int) -> Bool {
+        var position = 0
+        var preparedHere: [String: String] = [:]
+        for statement in statements {
+            var name = prepared[statement.sql] ?? preparedHere[statement.sql]
+            if name == nil, prepared.count + preparedHere.count < Self.maximumPrepared {
+                preparedCount += 1
+                let fresh = "entitlement_statement_\(preparedCount)"
+                let accepted = statement.types.withUnsafeBufferPointer { types in
+                    PQsendPrepare(connection, fresh, statement.sql, Int32(statement.types.count), types.baseAddress) == 1
+                }
+                guard accepted else { return false }
+                pending[id]?.preparing.append((statement.sql, fresh))
+                preparedHere[statement.sql] = fresh
+                pending[id]?.prepareResults.insert(position)
+                position += 1
+                name = fresh
+            }
+            let sent = if let name { withParameterValues(statement) { values in
+                PQsendQueryPrepared(connection, name, Int32(statement.values.count), values, nil, nil, 0) == 1
+            } } else { sendQueryParams(statement) }
+            guard sent else { return false }
+            position += 1
+        }
+        return true
+    }
+
+    /// Runs `body` with the statement's parameters as C strings (NULL for SQL NULL), freed afterwards.
+    private func withParameterValues<T>(_ statement: EncodedStatement, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
         let values: [UnsafePointer<CChar>?] = statement.values.map { text in
             text.flatMap { strdup($0) }.map { UnsafePointer($0) }
         }
         defer {
             for value in values { free(UnsafeMutablePointer(mutating: value)) }
         }
-        return statement.types.withUnsafeBufferPointer { types in
-            values.withUnsafeBufferPointer { values in
+        return values.withUnsafeBufferPointer { body($0.baseAddress) }
+    }
+
+    /// `PQsendQueryParams` with text-format parameters and results.
+    private func sendQueryParams(_ statement: EncodedStatement) -> Bool {
+        statement.types.withUnsafeBufferPointer { types in
+            withParameterValues(statement) { values in
                 PQsendQueryParams(
-                    connection, statement.sql, Int32(statement.values.count),
-                    types.baseAddress, values.baseAddress, nil, nil, 0) == 1
+                    connection, statement.sql, Int32(statement.values.count), types.baseAddress, values, nil, nil, 0) == 1
             }
         }
     }
