@@ -18,7 +18,8 @@ def read_samples(lines):
                 samples.append(current)
             current = None
         elif not line[0].isspace():
-            current = {"thread": line.split()[0], "stack": []}
+            fields = line.split()
+            current = {"thread": fields[1] if len(fields) > 1 else fields[0], "stack": []}
         elif current is not None:
             parts = line.split(None, 1)
             current["stack"].append(parts[1].strip() if len(parts) > 1 else "?")
@@ -39,13 +40,16 @@ def demangled(samples):
         sample["stack"] = [names.get(frame, frame) for frame in sample["stack"]]
 
 
+LOOP_THREAD = None
+
+
 def has(stack, *needles):
     return any(needle in frame for frame in stack for needle in needles)
 
 
 CATEGORIES = [
     ("threads other than the loop (Dispatch workers resuming continuations)",
-     lambda thread, stack: thread not in ("entitlement-ser", "uv-loop")),
+     lambda thread, stack: thread != LOOP_THREAD),
     ("continuation resume: task enqueued on the global executor, then hops back to the loop",
      lambda thread, stack: has(stack, "swift_task_enqueueGlobal", "flagAsAndEnqueueOnExecutor")),
     ("JSON encoding of the response (JSONEncoder)",
@@ -77,6 +81,9 @@ def main():
         print("perf recorded no samples")
         return
     demangled(samples)
+    # The loop thread is the busiest one.
+    global LOOP_THREAD
+    LOOP_THREAD = collections.Counter(sample["thread"] for sample in samples).most_common(1)[0][0]
     totals = collections.Counter()
     unclaimed = collections.Counter()
     for sample in samples:
