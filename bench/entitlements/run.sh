@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Entitlements benchmark (issue 4): GET /v1/users/{user_id}/entitlements through our service against pgbench
+# running the same four statements straight on PostgreSQL, on the same data.
+#
+#   ours      wrk → entitlement-service → PostgreSQL: a random user per request (entitlements.lua), app key.
+#   pgbench   pgbench → PostgreSQL: the four statements of EntitlementReader for a random user in one pipeline
+#             (\startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
+#             Once per mode of PGBENCH_MODES: `extended` sends unnamed statements (Parse, Bind, Execute each
+#             time), exactly what the service sends with PQsendQueryParams: the same work for PostgreSQL, so
+#             the ratio measures what the service adds. `prepared` parses once per connection: what PostgreSQL
+#             can do for these statements at best.
+#
+# Data: a throwaway PostgreSQL cluster in a temporary directory with fsync=off (nothing here needs durability;
+# the benchmark only reads), migrated by `entitlement-service migrate`, loaded by seed.sql with USERS users
+# (non-consumables, subscription chains and their subscriptions rows, coin packs and balances, season passes,
+# grants), then VACUUM ANALYZE; catalog products.json.
+#
+# Fairness: runs alternate (ours, pgbench modes…, ours, …) so drift and other work on the machine hit all
+# alike; every run has the same client count and duration; the client (wrk or pgbench, one thread) runs on
+# CLIENT_CPU, PostgreSQL on PG_CPUS, the service on SERVICE_CPU, identically for every run (while pgbench
+# runs, the service idles and PostgreSQL has its CPU). Prints each run's throughput and p99 latency (wrk
+# --latency; for pgbench, computed from its per-transaction log), the CPU used by the service, PostgreSQL,
+# the client and everything else on the machine, then the median ratios ours req/s ÷ pgbench tx/s.
+#
+# Environment (all optional):
+#   USERS=100000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
+#   SERVICE_CPU=0 CLIENT_CPU=1 PG_CPUS=0,1   taskset CPU lists
+#   PGBENCH_MODES="extended prepared"        pgbench -M modes to run; the first gives the headline ratio
+#   DATABASE_POOL_SIZE       the service's pool size (unset: the service's default)
+#   SERVICE_BIN              a prebuilt entitlement-service to measure instead of building this checkout's
+#   PROFILE=1                afterwards, one more wrk run with the service under `perf record`, and where its
+#                            CPU time went (perf_categories.py); perf.data stays in bench/out/entitlements/
+#   BENCH_LOGS=1             keep the service's output in bench/out/entitlements/service.log
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
+ensure_packages wrk curl python3
+
+USERS=${USERS:-100000}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-15}
+WARMUP=${WARMUP:-5}
+CONNECTIONS=${CONNECTIONS:-64}
+SERVICE_CPU=${SERVICE_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+PG_CPUS=${PG_CPUS:-0,1}
+read -r -a MODES <<<"${PGBENCH_MODES:-extended prepared}"
+HERE="$ROOT/bench/entitlements"
+OUT="$ROOT/bench/out/entitlements"
+mkdir -p "$OUT"
+
+if [ "$(nproc)" -lt 2 ]; then
+    echo "warning: fewer than 2 CPUs; everything shares CPU 0" >&2
+    SERVICE_CPU=0 CLIENT_CPU=0 PG_CPUS=0
+fi
+
+BIN=$(pg_bindir)
+PGBENCH="$BIN/pgbench"
+PSQL="$BIN/psql"
+[ -x "$PGBENCH" ] || { echo "pgbench not found in $BIN (package postgresql-contrib)" >&2; exit 1; }
+
+SERVICE_PID=""
+WRAPPER_PID=""
+PGDIR=""
+WORK=$(mktemp -d /tmp/entitlement-bench.XXXXXX)
+cleanup() {
+    stop_service
+    if [ -n "$PGDIR" ]; then pg_stop "$PGDIR"; rm -rf "$PGDIR"; fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# stop_service: SIGTERM to the service, then waits for it (or for perf, when it runs under perf) to exit.
+stop_service() {
+    if [ -n "$SERVICE_PID" ]; then
+        kill "$SERVICE_PID" 2>/dev/null || true
+        wait "${WRAPPER_PID:-$SERVICE_PID}" 2>/dev/null || true
+        SERVICE_PID="" WRAPPER_PID=""
+    fi
+}
+
+if [ -z "${SERVICE_BIN:-}" ]; then
+    echo "building entitlement-service (release)" >&2
+    (cd "$ROOT" && swift build -c release --product entitlement-service >&2)
+    SERVICE_BIN="$ROOT/.build/release/entitlement-service"
+fi
+
+echo "starting a throwaway PostgreSQL (fsync=off)" >&2
+PGDIR=$(mktemp -d /tmp/entitlement-bench-pg.XXXXXX)
+PG_FSYNC=off pg_start "$PGDIR" "$(free_port)"
+DATABASE_URL="$PG_DATABASE_URL"
+# Backends fork from the postmaster and inherit its affinity.
+POSTMASTER_PID=$(head -n 1 "$PGDIR/postmaster.pid")
+for pid in "$POSTMASTER_PID" $(ps -o pid= --ppid "$POSTMASTER_PID"); do
+    taskset -p -c "$PG_CPUS" "$pid" >/dev/null
+done
+
+echo "migrating and loading $USERS users" >&2
+DATABASE_URL="$DATABASE_URL" MIGRATIONS_DIR="$ROOT/migrations" LOG_LEVEL=warn "$SERVICE_BIN" migrate >&2
+"$PSQL" "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -v users="$USERS" -P footer=off -f "$HERE/seed.sql" >&2
+
+API_KEY="bench-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+SERVICE_PORT=$(free_port)
+
+# start_service [WRAPPER...]: starts the service pinned to SERVICE_CPU, under WRAPPER (perf record) when given,
+# and waits until /healthz answers. Sets SERVICE_PID (the service itself) and WRAPPER_PID.
+start_service() {
+    local log=/dev/null deadline pid
+    [ -n "${BENCH_LOGS:-}" ] && log="$OUT/service.log"
+    DATABASE_URL="$DATABASE_URL" PORT=$SERVICE_PORT LISTEN_ADDR=127.0.0.1 API_KEYS="$API_KEY" \
+        PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn MIGRATIONS_DIR="$ROOT/migrations" \
+        taskset -c "$SERVICE_CPU" "$@" "$SERVICE_BIN" serve >>"$log" 2>&1 &
+    pid=$!
+    SERVICE_PID=$pid
+    deadline=$((SECONDS + 60))
+    until curl -fsS -o /dev/null "http://127.0.0.1:$SERVICE_PORT/healthz" 2>/dev/null; do
+        if ! kill -0 "$pid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+            echo "the service did not come up (rerun with BENCH_LOGS=1 for its output)" >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    if [ $# -gt 0 ]; then
+        WRAPPER_PID=$pid
+        SERVICE_PID=$(ps -o pid= --ppid "$pid" | head -n 1 | tr -d ' ')
+    fi
+}
+
+start_service
+# A sample answer (a user with every kind of source), kept for a look at what the benchmark reads.
+curl -fsS -H "Authorization: Bearer $API_KEY" "http://127.0.0.1:$SERVICE_PORT/v1/users/1050/entitlements" \
+    >"$OUT/sample-1050.json" || { echo "the entitlements route failed for user 1050" >&2; exit 1; }
+
+# cpu_snapshot: clock ticks used so far by all CPUs together, the service, and PostgreSQL (the postmaster, its
+# live children, and the children it has reaped), on one line.
+cpu_snapshot() {
+    local all service pg pid
+    all=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
+    service=$(awk '{ print $14 + $15 }' "/proc/$SERVICE_PID/stat")
+    pg=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$POSTMASTER_PID/stat")
+    for pid in $(ps -o pid= --ppid "$POSTMASTER_PID"); do
+        pg=$((pg + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$all $service $pg"
+}
+
+# children_cpu FILE: user + system CPU seconds of finished children from the output of bash's `times`, which
+# must run in the shell that waited for them (a subshell, as in a pipe or $(...), has no children of its own).
+children_cpu() {
+    tail -n 1 "$1" | python3 -c 'import re, sys; print(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read())))'
+}
+
+# run_ours SECONDS: wrk against the service; prints "req/s p99_ms errors client_cpu_seconds".
+run_ours() {
+    local cpu
+    BENCH_USERS=$USERS BENCH_API_KEY=$API_KEY taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency -s "$HERE/entitlements.lua" "http://127.0.0.1:$SERVICE_PORT" \
+        >"$WORK/wrk.out"
+    times >"$WORK/times.out"
+    cpu=$(children_cpu "$WORK/times.out")
+    python3 - "$WORK/wrk.out" "$cpu" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
+value, unit = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", text, re.M).groups()
+p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", text))
+non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", text)
+errors += int(non2xx.group(1)) if non2xx else 0
+print(f"{rps:.0f} {p99:.3f} {errors} {sys.argv[2]}")
+PY
+}
+
+# run_pgbench MODE SECONDS: pgbench -M MODE with queries.sql; prints "tx/s p99_ms failures client_cpu_seconds",
+# the p99 computed from pgbench's per-transaction log (one line per script run: the four-statement pipeline).
+run_pgbench() {
+    local logdir cpu
+    logdir=$(mktemp -d "$WORK/pgbench.XXXXXX")
+    (cd "$logdir" && taskset -c "$CLIENT_CPU" "$PGBENCH" -n -M "$1" -c "$CONNECTIONS" -j 1 -T "$2" \
+        -D users="$USERS" -f "$HERE/queries.sql" -l --log-prefix="$logdir/log" "$DATABASE_URL" \
+        >"$WORK/pgbench.out" 2>&1) || { cat "$WORK/pgbench.out" >&2; return 1; }
+    times >"$WORK/times.out"
+    cpu=$(children_cpu "$WORK/times.out")
+    python3 - "$WORK/pgbench.out" "$logdir" "$cpu" <<'PY'
+import glob, re, sys
+text, logdir = open(sys.argv[1]).read(), sys.argv[2]
+tps = float(re.search(r"^tps = ([\d.]+)", text, re.M).group(1))
+failed = re.search(r"number of failed transactions: (\d+)", text)
+latencies = []
+for path in glob.glob(f"{logdir}/log*"):
+    with open(path) as log:
+        for line in log:
+            fields = line.split()
+            if len(fields) >= 3 and fields[2].isdigit():
+                latencies.append(int(fields[2]))
+latencies.sort()
+p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] / 1000.0
+print(f"{tps:.0f} {p99:.3f} {int(failed.group(1)) if failed else 0} {sys.argv[3]}")
+PY
+    rm -rf "$logdir"
+}
+
+# run NAME SECONDS: one run of `ours` or `pgbench-MODE`.
+run() {
+    if [ "$1" = ours ]; then run_ours "$2"; else run_pgbench "${1#pgbench-}" "$2"; fi
+}
+
+NAMES=(ours)
+for mode in "${MODES[@]}"; do NAMES+=("pgbench-$mode"); done
+
+echo "warming up (${WARMUP}s each)" >&2
+for name in "${NAMES[@]}"; do run "$name" "$WARMUP" >/dev/null; done
+
+cat <<EOF
+entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per run, $ROUNDS rounds (${NAMES[*]} in turn)
+  ours:      wrk -t1 -c$CONNECTIONS → entitlement-service (pool size ${DATABASE_POOL_SIZE:-default}) → PostgreSQL
+  pgbench:   pgbench -M {${MODES[*]}} -c$CONNECTIONS -j1, the same 4 statements in one pipeline per transaction
+  pinning:   client (wrk or pgbench) on CPU $CLIENT_CPU, service on CPU $SERVICE_CPU, PostgreSQL on CPUs $PG_CPUS,
+             the same for every run (during pgbench runs the service idles: its CPU is PostgreSQL's alone)
+  PostgreSQL $("$PSQL" "$DATABASE_URL" -XAtc 'SHOW server_version'), fsync=off, throwaway cluster
+  machine:   $(nproc) CPUs, load average before the runs $(cut -d' ' -f1-3 /proc/loadavg)
+CPU columns: cores used during the run x 100 by the service, PostgreSQL, the client, and everything else
+EOF
+RESULTS="$OUT/results.txt"
+: >"$RESULTS"
+TICKS=$(getconf CLK_TCK)
+printf "%-5s %-17s %9s %9s %6s %7s %8s %7s %7s\n" round run "req|tx/s" "p99 ms" errors service postgres client other
+for round in $(seq 1 "$ROUNDS"); do
+    for name in "${NAMES[@]}"; do
+        read -r all0 service0 pg0 < <(cpu_snapshot)
+        start=$(date +%s.%N)
+        read -r rate p99 errors client < <(run "$name" "$DURATION")
+        end=$(date +%s.%N)
+        read -r all1 service1 pg1 < <(cpu_snapshot)
+        read -r service_pct pg_pct client_pct other_pct < <(python3 - <<PY
+t, elapsed = $TICKS, $end - $start
+service, pg, client = ($service1 - $service0) / t, ($pg1 - $pg0) / t, $client
+other = max(0.0, ($all1 - $all0) / t - service - pg - client)
+print(" ".join(f"{100 * x / elapsed:.0f}" for x in (service, pg, client, other)))
+PY
+)
+        printf "%-5s %-17s %9s %9s %6s %6s%% %7s%% %6s%% %6s%%\n" "$round" "$name" "$rate" "$p99" "$errors" \
+            "$service_pct" "$pg_pct" "$client_pct" "$other_pct"
+        echo "$name $rate $p99 $errors $service_pct $pg_pct $client_pct $other_pct" >>"$RESULTS"
+    done
+done
+
+python3 - "$RESULTS" "${NAMES[@]}" <<'PY'
+import statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+names = sys.argv[2:]
+def median(name, column):
+    return statistics.median(float(row[column]) for row in rows if row[0] == name)
+ours = median("ours", 1)
+print("medians:")
+for name in names:
+    rate = median(name, 1)
+    cpu = ", ".join(f"{label} {median(name, column) / 100 / rate * 1e6:.0f}"
+                    for label, column in (("service", 4), ("postgres", 5), ("client", 6)))
+    print(f"  {name:17} {rate:7.0f}/s  p99 {median(name, 2):8.3f} ms  CPU us per request: {cpu}; "
+          f"other work on the machine {median(name, 7):.0f}%")
+for position, name in enumerate(names[1:]):
+    ratio = ours / median(name, 1)
+    goal = f" (goal >= 0.5: {'met' if ratio >= 0.5 else 'NOT met'})" if position == 0 else ""
+    print(f"ratio ours req/s / {name} tx/s: {ratio:.3f}{goal}")
+errors = sum(int(row[3]) for row in rows)
+if errors:
+    print(f"warning: {errors} socket errors, non-2xx responses or failed transactions across the runs")
+PY
+echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+if [ -n "${PROFILE:-}" ]; then
+    echo "profiling: the service under perf record for one ${DURATION}s wrk run" >&2
+    stop_service
+    start_service perf record -q -e cpu-clock -F 999 -g -o "$OUT/perf.data"
+    run_ours "$DURATION" >/dev/null
+    stop_service
+    perf script -i "$OUT/perf.data" -F comm,tid,ip,sym 2>/dev/null | python3 "$HERE/perf_categories.py"
+fi
