@@ -5,10 +5,11 @@
 #   ours      wrk → entitlement-service → PostgreSQL: a random user per request (entitlements.lua), app key.
 #   pgbench   pgbench → PostgreSQL: the four statements of EntitlementReader for a random user in one pipeline
 #             (\startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
-#             Once per mode of PGBENCH_MODES: `extended` sends unnamed statements (Parse, Bind, Execute each
-#             time), exactly what the service sends with PQsendQueryParams: the same work for PostgreSQL, so
-#             the ratio measures what the service adds. `prepared` parses once per connection: what PostgreSQL
-#             can do for these statements at best.
+#             Once per mode of PGBENCH_MODES: `prepared` parses each statement once per connection, as the
+#             service does when it prepares its pipelined statements (PQsendPrepare), and is the best PostgreSQL
+#             can do for these statements: the headline ratio. `extended` sends unnamed statements, parsed and
+#             planned every time (PQsendQueryParams, what the service sent before it prepared them), for
+#             reference.
 #
 # Data: a throwaway PostgreSQL cluster in a temporary directory with fsync=off (nothing here needs durability;
 # the benchmark only reads), migrated by `entitlement-service migrate`, loaded by seed.sql with USERS users
@@ -25,12 +26,13 @@
 # Environment (all optional):
 #   USERS=100000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
 #   SERVICE_CPU=0 CLIENT_CPU=1 PG_CPUS=0,1   taskset CPU lists
-#   PGBENCH_MODES="extended prepared"        pgbench -M modes to run; the first gives the headline ratio
+#   PGBENCH_MODES="prepared extended"        pgbench -M modes to run; the first gives the headline ratio
 #   DATABASE_POOL_SIZE       the service's pool size (unset: the service's default)
 #   SERVICE_BIN              a prebuilt entitlement-service to measure instead of building this checkout's
 #   PROFILE=1                afterwards, one more wrk run with the service under `perf record`, and where its
 #                            CPU time went (perf_categories.py); perf.data stays in bench/out/entitlements/
 #   BENCH_LOGS=1             keep the service's output in bench/out/entitlements/service.log
+# Each run's wrk or pgbench output is kept in bench/out/entitlements/roundN-NAME.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 ensure_packages wrk curl python3
 
@@ -42,7 +44,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 SERVICE_CPU=${SERVICE_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PG_CPUS=${PG_CPUS:-0,1}
-read -r -a MODES <<<"${PGBENCH_MODES:-extended prepared}"
+read -r -a MODES <<<"${PGBENCH_MODES:-prepared extended}"
 HERE="$ROOT/bench/entitlements"
 OUT="$ROOT/bench/out/entitlements"
 mkdir -p "$OUT"
@@ -228,6 +230,7 @@ for round in $(seq 1 "$ROUNDS"); do
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
         read -r rate p99 errors client < <(run "$name" "$DURATION")
+        cp "$WORK/$([ "$name" = ours ] && echo wrk || echo pgbench).out" "$OUT/round$round-$name.txt"
         end=$(date +%s.%N)
         read -r all1 service1 pg1 < <(cpu_snapshot)
         read -r service_pct pg_pct client_pct other_pct < <(python3 - <<PY
