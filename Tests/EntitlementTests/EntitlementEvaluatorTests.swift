@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import EntitlementModel
+@testable import EntitlementService
 
 // MARK: - Fixtures
 
@@ -114,32 +115,8 @@ private let monthlyChain = [
     subscription("1003", original: "1000", purchased: "2026-03-10T12:00:00Z", expires: "2026-04-10T12:00:00Z"),
 ]
 
-/// Any JSON document, for comparing encodings structurally.
-private indirect enum JSONValue: Decodable, Equatable {
-    case null
-    case bool(Bool)
-    case number(Double)
-    case string(String)
-    case array([JSONValue])
-    case object([String: JSONValue])
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if container.decodeNil() {
-            self = .null
-        } else if let value = try? container.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? container.decode(Double.self) {
-            self = .number(value)
-        } else if let value = try? container.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
-        } else {
-            self = .object(try container.decode([String: JSONValue].self))
-        }
-    }
-
+/// The service's `JSONValue`, for comparing encodings structurally.
+extension JSONValue {
     init(json: String) throws {
         self = try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8))
     }

@@ -8,6 +8,22 @@ import Testing
         PostgresPool(conninfo: try TestDatabase.url(), size: size, acquireTimeoutMs: acquireTimeoutMs)
     }
 
+    /// Takes the only connection of a size-1 pool and holds it until the returned `release` is called (which
+    /// waits for it to be back).
+    @Loop func holdTheOnlyConnection(of pool: PostgresPool) async -> @Loop () async throws -> Void {
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let holder = Task { @Loop in
+            try await pool.withConnection { _ in
+                for await _ in gate { break }
+            }
+        }
+        while pool.inUse == 0 { await Task.yield() }
+        return {
+            open.yield()
+            try await holder.value
+        }
+    }
+
     /// Records what callers saw of the pool while they ran.
     @Loop final class Observations {
         var maxWaiting = 0
@@ -113,13 +129,7 @@ import Testing
 
     @Test @Loop func waitersAreServedFirstComeFirstServed() async throws {
         let pool = try makePool(size: 1, acquireTimeoutMs: nil)
-        let (gate, open) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { @Loop in
-            try await pool.withConnection { _ in
-                for await _ in gate { break }
-            }
-        }
-        while pool.inUse == 0 { await Task.yield() }
+        let release = await holdTheOnlyConnection(of: pool)
         let seen = Observations()
         var waiters: [Task<Void, Error>] = []
         for i in 0..<5 {
@@ -128,8 +138,7 @@ import Testing
             })
             while pool.waiting < i + 1 { await Task.yield() }
         }
-        open.yield()
-        try await holder.value
+        try await release()
         for waiter in waiters { try await waiter.value }
         #expect(seen.order == [0, 1, 2, 3, 4])
         await pool.close()
@@ -137,14 +146,7 @@ import Testing
 
     @Test @Loop func waitingForAConnectionTimesOutClearly() async throws {
         let pool = try makePool(size: 1, acquireTimeoutMs: 100)
-        let (gate, open) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { @Loop in
-            try await pool.withConnection { _ in
-                for await _ in gate { break }
-            }
-        }
-        // Let the holder take the only connection first.
-        while pool.inUse == 0 { await Task.yield() }
+        let release = await holdTheOnlyConnection(of: pool)
         let started = ContinuousClock.now
         do {
             _ = try await pool.query("SELECT 1")
@@ -154,8 +156,7 @@ import Testing
             #expect(error.message.contains("100 ms"))
         }
         #expect(ContinuousClock.now - started < .seconds(2))
-        open.yield()
-        try await holder.value
+        try await release()
         #expect(try await pool.query("SELECT 1 AS one").rows[0].int("one") == 1)
         await pool.close()
     }
@@ -190,19 +191,12 @@ import Testing
 
     @Test @Loop func closingFailsWaitersAndLaterCallers() async throws {
         let pool = try makePool(size: 1, acquireTimeoutMs: nil)
-        let (gate, open) = AsyncStream.makeStream(of: Void.self)
-        let holder = Task { @Loop in
-            try await pool.withConnection { _ in
-                for await _ in gate { break }
-            }
-        }
-        while pool.inUse == 0 { await Task.yield() }
+        let release = await holdTheOnlyConnection(of: pool)
         let waiter = Task { @Loop in try await pool.query("SELECT 1") }
         while pool.waiting == 0 { await Task.yield() }
         let closing = Task { @Loop in await pool.close() }
         await #expect(throws: PostgresError.self) { _ = try await waiter.value }
-        open.yield()
-        try await holder.value
+        try await release()
         await closing.value
         #expect(pool.inUse == 0)
         await #expect(throws: PostgresError.self) { _ = try await pool.query("SELECT 1") }

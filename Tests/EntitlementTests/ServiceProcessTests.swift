@@ -7,25 +7,13 @@ import Testing
 @Suite(.serialized, .timeLimit(.minutes(3)))
 @Loop
 struct ServiceProcessTests {
-    /// A fresh database, the fake App Store in-process, and the environment a child service needs.
-    private func setUp(latencyMs: Int = 0) async throws -> (fake: FakeAppStore, database: String, environment: [String: String]) {
-        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: ServiceHarness.sharedSecret, latencyMs: latencyMs))
-        let fakePort = try fake.start(port: 0)
-        let name = "proc_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let admin = try await PostgresConnection.connect(try TestDatabase.url())
-        _ = try await admin.query("CREATE DATABASE \(name)")
-        admin.close()
-        let catalog = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
-        try Data(ServiceHarness.catalog.utf8).write(to: catalog)
-        let environment = [
-            "DATABASE_URL": try TestDatabase.url(database: name), "API_KEYS": ServiceHarness.appKey,
-            "PRODUCTS_FILE": catalog.path, "APPLE_SHARED_SECRET": ServiceHarness.sharedSecret,
-            "APPLE_BUNDLE_ID": ServiceHarness.bundleID, "APPLE_TIMEOUT_MS": "1000",
-            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
-            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
-            "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "500", "MIGRATIONS_DIR": Migrator.defaultDirectory().path,
-        ]
-        return (fake, name, environment)
+    /// A fresh database, the fake App Store in-process (answering after `latencyMs`), and the environment a
+    /// child service needs.
+    private func setUp(latencyMs: Int = 0) async throws -> TestService {
+        try await TestService.prepare(
+            "proc", catalog: ServiceHarness.catalog, bundleID: ServiceHarness.bundleID,
+            fake: FakeAppStoreConfiguration(sharedSecret: ServiceHarness.sharedSecret, latencyMs: latencyMs),
+            environment: ["API_KEYS": ServiceHarness.appKey, "APPLE_TIMEOUT_MS": "1000", "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "500"])
     }
 
     private func post(_ receipt: FakeReceipt, user: String, port: Int, waitMs: Int) async throws -> RawHTTPClient.Response {
@@ -40,7 +28,8 @@ struct ServiceProcessTests {
     }
 
     @Test func sigtermFinishesInFlightRequestsAndExitsZero() async throws {
-        let (fake, _, environment) = try await setUp(latencyMs: 1_500)
+        let setup = try await setUp(latencyMs: 1_500)
+        let (fake, environment) = (setup.fake, setup.environment)
         let service = try await offLoop { try ServiceProcess(environment: environment) }
         let receipt = FakeReceipt(bundleID: ServiceHarness.bundleID).with {
             $0.addPurchase("com.example.lifetime", transactionID: "term-1", purchased: Date())
@@ -57,11 +46,12 @@ struct ServiceProcessTests {
         #expect(status == 0, "\(service.log)")
         #expect(RawHTTPClient.now() - signalled < 10)
         #expect(service.log.contains("event=stopped"))
-        await fake.shutdown()
+        await setup.tearDown()
     }
 
     @Test func sigkillLosesNothingAndCountsNothingTwice() async throws {
-        let (fake, database, environment) = try await setUp(latencyMs: 3_000)
+        let setup = try await setUp(latencyMs: 3_000)
+        let (fake, environment) = (setup.fake, setup.environment)
         let first = try await offLoop { try ServiceProcess(environment: environment) }
         let count = 12
         var receipts: [FakeReceipt] = []
@@ -80,7 +70,7 @@ struct ServiceProcessTests {
         fake.state.configure(sharedSecret: nil, latencyMs: 0, outage: nil)
 
         let second = try await offLoop { try ServiceProcess(environment: environment) }
-        let connection = try await PostgresConnection.connect(try TestDatabase.url(database: database))
+        let connection = try await PostgresConnection.connect(setup.databaseURL)
         let deadline = RawHTTPClient.now() + 60
         var verified = 0
         while RawHTTPClient.now() < deadline {
@@ -98,11 +88,12 @@ struct ServiceProcessTests {
         connection.close()
         second.signal(SIGTERM)
         #expect(try await offLoop { second.waitForExit(timeout: 10) } == 0)
-        await fake.shutdown()
+        await setup.tearDown()
     }
 
     @Test func workersShareOnePortAndStopTogether() async throws {
-        let (fake, _, environment) = try await setUp()
+        let setup = try await setUp()
+        let environment = setup.environment
         let port = try TestDatabase.freePort()
         let service = try await offLoop {
             try ServiceProcess(environment: environment.merging(["WORKERS": "2", "PORT": String(port)]) { $1 })
@@ -127,6 +118,6 @@ struct ServiceProcessTests {
         service.signal(SIGTERM)
         #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
         #expect(service.log.components(separatedBy: "event=stopped").count - 1 == 2, "\(service.log)")
-        await fake.shutdown()
+        await setup.tearDown()
     }
 }

@@ -16,6 +16,7 @@ enum AttemptOutcome: Sendable {
 /// in flight share one attempt, in this process through `inFlight` and across processes through the lease.
 @Loop
 final class ReceiptService {
+    let db: PostgresPool
     let submissions: SubmissionStore
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
@@ -29,6 +30,7 @@ final class ReceiptService {
 
     init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
          retry: RetrySchedule, appleTimeoutMs: Int) {
+        self.db = db
         submissions = SubmissionStore(db: db)
         recorder = PurchaseRecorder(db: db, restorePolicy: restorePolicy)
         self.catalog = catalog
@@ -127,7 +129,7 @@ final class ReceiptService {
         let ids = Array(inFlight.keys)
         guard !ids.isEmpty else { return }
         do {
-            _ = try await submissions.db.query("""
+            _ = try await db.query("""
                 UPDATE receipt_submissions SET claimed_until = NULL
                  WHERE verification_id::text IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status IN ('pending', 'failed')
                 """, [PostgresJSON(String(decoding: try JSONEncoder().encode(ids), as: UTF8.self))])

@@ -11,7 +11,7 @@ enum RenewalRefresher {
     static func make(service: ReceiptService, intervalMs: UInt64) -> PeriodicWorker {
         PeriodicWorker(name: "renewal-refresher", intervalMs: intervalMs) {
             do {
-                let due = try await service.submissions.db.query("""
+                let due = try await service.db.query("""
                     WITH due AS (
                         SELECT original_transaction_id FROM subscriptions
                          WHERE next_refresh_at <= now() AND latest_receipt IS NOT NULL
@@ -48,12 +48,12 @@ enum RenewalRefresher {
                     context: .init(poster: owner, actor: "renewal-refresher", verificationID: nil, orderID: nil))
                 Log.info("subscription_refreshed", ["original_transaction_id": id, "environment": answered.rawValue])
             case .rejected(let status, let detail):
-                _ = try await service.submissions.db.query(
+                _ = try await service.db.query(
                     "UPDATE subscriptions SET next_refresh_at = NULL WHERE original_transaction_id = $1", [id])
                 Log.warning("subscription_refresh_rejected", ["original_transaction_id": id, "apple_status": status, "detail": detail])
             case .configurationError(let status, let detail), .retryLater(let status, let detail):
                 let delay = service.retry.randomDelayMs(attempt: attempts)
-                _ = try await service.submissions.db.query("""
+                _ = try await service.db.query("""
                     UPDATE subscriptions SET next_refresh_at = now() + make_interval(secs => $2::double precision / 1000)
                      WHERE original_transaction_id = $1
                     """, [id, delay])

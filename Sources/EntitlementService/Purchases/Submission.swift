@@ -86,7 +86,7 @@ struct SubmissionStore {
     func claimDue(limit: Int, leaseMs: Int) async throws -> [Submission] {
         try await db.query("""
             WITH due AS (
-                SELECT verification_id FROM receipt_submissions
+                SELECT verification_id AS due_id FROM receipt_submissions
                  WHERE status IN ('pending', 'failed') AND next_attempt_at <= now()
                    AND (claimed_until IS NULL OR claimed_until < now())
                  ORDER BY next_attempt_at
@@ -94,8 +94,8 @@ struct SubmissionStore {
                  FOR UPDATE SKIP LOCKED)
             UPDATE receipt_submissions s
                SET claimed_until = now() + make_interval(secs => $2::double precision / 1000), attempts = s.attempts + 1
-              FROM due WHERE s.verification_id = due.verification_id
-            RETURNING \(Submission.columns.replacingOccurrences(of: "verification_id::text", with: "s.verification_id::text"))
+              FROM due WHERE s.verification_id = due.due_id
+            RETURNING \(Submission.columns)
             """, [limit, leaseMs]).rows.map(Submission.init(row:))
     }
 

@@ -9,8 +9,8 @@ import Testing
 ///
 /// Keys are fresh random strings per harness, so a test can look for them anywhere: every answer the
 /// harness reads is checked never to contain one. With `process: true` the service runs instead as the
-/// built `entitlement-service serve` in a child process whose standard error is kept in a file (`log`), so
-/// a test can read every line it logged without redirecting this process's own standard error.
+/// built `entitlement-service serve` in a child process (`ServiceProcess`) whose standard error is kept
+/// (`log`), so a test can read every line it logged without redirecting this process's own standard error.
 @Loop
 final class AdminHarness {
     nonisolated let appKey = "app-" + AdminHarness.randomToken()
@@ -27,12 +27,12 @@ final class AdminHarness {
         """
 
     private(set) var application: Application?
-    private var child: AdminServiceProcess?
+    private var setup: TestService?
+    private var child: ServiceProcess?
     /// What the child process logged (`process: true`), complete once `run` has returned.
     private(set) var log = ""
     private(set) var fake: FakeAppStore?
     nonisolated(unsafe) private(set) var port = 0
-    private var databaseName: String?
     private(set) var databaseURL = ""
     let sharedSecret = "secret-" + AdminHarness.randomToken()
 
@@ -58,46 +58,36 @@ final class AdminHarness {
     }
 
     private func start() async throws {
-        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: sharedSecret))
-        self.fake = fake
-        let fakePort = try fake.start(port: 0)
-        let name = "admin_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let server = try await PostgresConnection.connect(try TestDatabase.url())
-        defer { server.close() }
-        _ = try await server.query("CREATE DATABASE \(name)")
-        databaseName = name
-        databaseURL = try TestDatabase.url(database: name)
-        let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
-        try Data(Self.catalog.utf8).write(to: catalogFile)
-        defer { try? FileManager.default.removeItem(at: catalogFile) }
-        let environment = [
-            "DATABASE_URL": databaseURL, "LISTEN_ADDR": "127.0.0.1", "PORT": "0", "DATABASE_POOL_SIZE": "4",
-            "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "PRODUCTS_FILE": catalogFile.path,
-            "APPLE_SHARED_SECRET": sharedSecret, "APPLE_BUNDLE_ID": Self.bundleID, "APPLE_TIMEOUT_MS": "3000",
-            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
-            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
-            "RETRY_BASE_MS": "60000", "RETRY_MAX_MS": "600000",
-        ]
+        let setup = try await TestService.prepare(
+            "admin", catalog: Self.catalog, bundleID: Self.bundleID, fake: FakeAppStoreConfiguration(sharedSecret: sharedSecret),
+            environment: [
+                "DATABASE_POOL_SIZE": "4", "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "APPLE_TIMEOUT_MS": "3000",
+                "RETRY_BASE_MS": "60000", "RETRY_MAX_MS": "600000",
+            ])
+        self.setup = setup
+        fake = setup.fake
+        databaseURL = setup.databaseURL
         if inProcess {
-            let configuration = try Configuration(environment: environment)
-            let application = try await Application(configuration: configuration, migrationsDirectory: Migrator.defaultDirectory())
+            let (application, port) = try await setup.startApplication()
             self.application = application
-            port = try application.start()
+            self.port = port
         } else {
-            let child = try AdminServiceProcess(environment: environment.merging(
-                ["MIGRATIONS_DIR": Migrator.defaultDirectory().path, "LOG_LEVEL": "debug"]) { _, new in new })
+            let environment = setup.environment.merging(["LOG_LEVEL": "debug"]) { _, new in new }
+            let child = try await offLoop { try ServiceProcess(environment: environment) }
             self.child = child
-            port = try await child.waitForPort()
+            port = child.port
         }
     }
 
     private func stop() async {
         await application?.shutdown()
-        if let child { log = await child.stop() }
-        await fake?.shutdown()
-        guard let databaseName, let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
-        _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
-        server.close()
+        if let child {
+            child.signal(SIGTERM)
+            let exited = (try? await offLoop { child.waitForExit(timeout: 30) }) ?? nil
+            if exited == nil { child.signal(SIGKILL) }
+            log = child.log
+        }
+        await setup?.tearDown()
     }
 
     /// Which `Authorization` header a request carries.
@@ -196,65 +186,5 @@ final class AdminHarness {
 
     nonisolated static func randomToken() -> String {
         UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-    }
-}
-
-/// The built `entitlement-service` run as `serve` in a child process, its standard error written to a file.
-/// Unchecked: `Process` is not `Sendable`; it is only asked whether it runs and waited for.
-final class AdminServiceProcess: @unchecked Sendable {
-    private let process: Process
-    private let logURL: URL
-
-    /// Starts the executable that sits beside the test bundle with `environment` (plus `PATH`, `HOME` and
-    /// `LD_LIBRARY_PATH` from this process, nothing else of its environment).
-    init(environment: [String: String]) throws {
-        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let executable = directory.appendingPathComponent("entitlement-service")
-        guard FileManager.default.isExecutableFile(atPath: executable.path) else {
-            throw TestSetupError("\(executable.path) is missing: build it first (scripts/test.sh runs swift build --build-tests)")
-        }
-        logURL = FileManager.default.temporaryDirectory.appendingPathComponent("admin-service-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: logURL.path, contents: nil)
-        process = Process()
-        process.executableURL = executable
-        process.arguments = ["serve"]
-        let inherited = ProcessInfo.processInfo.environment.filter { ["PATH", "HOME", "LD_LIBRARY_PATH"].contains($0.key) }
-        process.environment = inherited.merging(environment) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: logURL)
-        try process.run()
-    }
-
-    /// What the process has logged so far.
-    var log: String { (try? String(contentsOf: logURL, encoding: .utf8)) ?? "" }
-
-    /// The port of the process's `serving` log line, waiting up to `timeout` seconds for it.
-    func waitForPort(timeout: Double = 60) async throws -> Int {
-        let deadline = RawHTTPClient.now() + timeout
-        while RawHTTPClient.now() < deadline {
-            for line in log.split(separator: "\n") where line.contains("event=serving ") {
-                if let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") }), let port = Int(field.dropFirst(5)) {
-                    return port
-                }
-            }
-            guard process.isRunning else { throw TestSetupError("the service exited early:\n\(log)") }
-            await LoopTimer.sleep(milliseconds: 50)
-        }
-        throw TestSetupError("the service did not start serving within \(timeout) s:\n\(log)")
-    }
-
-    /// Stops the process with SIGTERM (SIGKILL after 30 s) and returns everything it logged.
-    func stop() async -> String {
-        if process.isRunning { process.terminate() }
-        _ = try? await offLoop { [self] in
-            let deadline = RawHTTPClient.now() + 30
-            while process.isRunning && RawHTTPClient.now() < deadline { usleep(20_000) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
-        let text = log
-        try? FileManager.default.removeItem(at: logURL)
-        return text
     }
 }

@@ -23,53 +23,33 @@ final class ServiceHarness {
         """
 
     let application: Application
-    let fake: FakeAppStore
     let port: Int
-    let databaseURL: String
-    private let databaseName: String
+    private let setup: TestService
+    var fake: FakeAppStore { setup.fake }
+    var databaseURL: String { setup.databaseURL }
 
     /// Starts everything; `environment` overrides the defaults (e.g. `RESTORE_POLICY`).
     static func start(_ environment: [String: String] = [:]) async throws -> ServiceHarness {
-        let fake = FakeAppStore(configuration: FakeAppStoreConfiguration(sharedSecret: sharedSecret))
-        let fakePort = try fake.start(port: 0)
-        let name = "e2e_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let admin = try await PostgresConnection.connect(try TestDatabase.url())
-        _ = try await admin.query("CREATE DATABASE \(name)")
-        admin.close()
-        let databaseURL = try TestDatabase.url(database: name)
-        let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
-        try Data(catalog.utf8).write(to: catalogFile)
-        var settings = [
-            "DATABASE_URL": databaseURL, "PORT": "0", "DATABASE_POOL_SIZE": "6",
-            "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "PRODUCTS_FILE": catalogFile.path,
-            "APPLE_SHARED_SECRET": sharedSecret, "APPLE_BUNDLE_ID": bundleID, "APPLE_TIMEOUT_MS": "3000",
-            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
-            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
-            "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "400",
-        ]
-        settings.merge(environment) { _, new in new }
-        let configuration = try Configuration(environment: settings)
-        let application = try await Application(configuration: configuration, migrationsDirectory: Migrator.defaultDirectory())
-        let port = try application.start()
-        return ServiceHarness(application: application, fake: fake, port: port, databaseURL: databaseURL, databaseName: name)
+        let setup = try await TestService.prepare(
+            "e2e", catalog: catalog, bundleID: bundleID, fake: FakeAppStoreConfiguration(sharedSecret: sharedSecret),
+            environment: [
+                "DATABASE_POOL_SIZE": "6", "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "APPLE_TIMEOUT_MS": "3000",
+                "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "400",
+            ].merging(environment) { _, new in new })
+        let (application, port) = try await setup.startApplication()
+        return ServiceHarness(application: application, port: port, setup: setup)
     }
 
-    private init(application: Application, fake: FakeAppStore, port: Int, databaseURL: String, databaseName: String) {
+    private init(application: Application, port: Int, setup: TestService) {
         self.application = application
-        self.fake = fake
         self.port = port
-        self.databaseURL = databaseURL
-        self.databaseName = databaseName
+        self.setup = setup
     }
 
     /// Shuts the service and the fake down and drops the database.
     func stop() async {
         await application.shutdown()
-        await fake.shutdown()
-        if let admin = try? await PostgresConnection.connect(try TestDatabase.url()) {
-            _ = try? await admin.query("DROP DATABASE \(databaseName) WITH (FORCE)")
-            admin.close()
-        }
+        await setup.tearDown()
     }
 
     /// One request over a fresh loopback connection; the body is JSON text.

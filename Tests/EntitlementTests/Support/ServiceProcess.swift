@@ -47,10 +47,16 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     /// Waits for the process to exit, at most `timeout` seconds; its exit status, or nil if it still runs.
+    /// Once it has exited, `log` holds everything it wrote.
     func waitForExit(timeout: Double) -> Int32? {
         let deadline = RawHTTPClient.now() + timeout
         while process.isRunning && RawHTTPClient.now() < deadline { usleep(10_000) }
-        return process.isRunning ? nil : process.terminationStatus
+        guard !process.isRunning else { return nil }
+        let reader = errors.fileHandleForReading
+        reader.readabilityHandler = nil
+        let rest = reader.readDataToEndOfFile()
+        lock.withLock { output += String(decoding: rest, as: UTF8.self) }
+        return process.terminationStatus
     }
 
     deinit {

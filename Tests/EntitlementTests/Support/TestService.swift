@@ -1,0 +1,63 @@
+import Foundation
+@testable import EntitlementService
+
+/// What every end-to-end test of the service needs around it: the fake App Store in this process, a fresh
+/// database on the `TEST_DATABASE_URL` server, a catalog file, and the environment a service, in this process
+/// or a child, reads to use them. `tearDown()` stops the fake, drops the database and removes the file.
+@Loop
+final class TestService {
+    let fake: FakeAppStore
+    let databaseURL: String
+    /// The service's environment: database, catalog, Apple's URLs, bundle id and shared secret, port 0, plus
+    /// whatever the caller added.
+    let environment: [String: String]
+    private let databaseName: String
+    private let catalogFile: URL
+
+    private init(fake: FakeAppStore, databaseURL: String, environment: [String: String], databaseName: String, catalogFile: URL) {
+        self.fake = fake
+        self.databaseURL = databaseURL
+        self.environment = environment
+        self.databaseName = databaseName
+        self.catalogFile = catalogFile
+    }
+
+    /// Starts the fake (answering as `fake` says, its shared secret also given to the service), creates the
+    /// database `<prefix>_<random>` and the catalog file; `environment` overrides the defaults.
+    static func prepare(_ prefix: String, catalog: String, bundleID: String, fake configuration: FakeAppStoreConfiguration,
+                        environment overrides: [String: String]) async throws -> TestService {
+        let fake = FakeAppStore(configuration: configuration)
+        let fakePort = try fake.start(port: 0)
+        let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let server = try await PostgresConnection.connect(try TestDatabase.url())
+        defer { server.close() }
+        _ = try await server.query("CREATE DATABASE \(name)")
+        let databaseURL = try TestDatabase.url(database: name)
+        let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
+        try Data(catalog.utf8).write(to: catalogFile)
+        var environment = [
+            "DATABASE_URL": databaseURL, "LISTEN_ADDR": "127.0.0.1", "PORT": "0", "PRODUCTS_FILE": catalogFile.path,
+            "APPLE_BUNDLE_ID": bundleID, "MIGRATIONS_DIR": Migrator.defaultDirectory().path,
+            "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
+            "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
+        ]
+        environment["APPLE_SHARED_SECRET"] = configuration.sharedSecret
+        environment.merge(overrides) { _, new in new }
+        return TestService(fake: fake, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile)
+    }
+
+    /// The real `Application` started in this process with `environment`; it and its port.
+    func startApplication() async throws -> (Application, Int) {
+        let application = try await Application(
+            configuration: try Configuration(environment: environment), migrationsDirectory: Migrator.defaultDirectory())
+        return (application, try application.start())
+    }
+
+    func tearDown() async {
+        await fake.shutdown()
+        try? FileManager.default.removeItem(at: catalogFile)
+        guard let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
+        _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
+        server.close()
+    }
+}
