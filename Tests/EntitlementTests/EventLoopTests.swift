@@ -28,8 +28,9 @@ import Testing
     }
 
     @Test func logValuesCannotBreakTheLine() {
-        #expect(Log.quote("plain") == "plain")
-        #expect(Log.quote("a b") == "\"a b\"")
-        #expect(Log.quote("x\ny=\"1\"") == "\"x\\ny=\\\"1\\\"\"")
+        let line = String(decoding: Log.line(.info, "e", ["a": "plain", "b": "a b", "c": "x\ny=\"1\"", "d": nil]), as: UTF8.self)
+        #expect(line.hasPrefix("ts="))
+        #expect(line.hasSuffix(#" level=info event=e a=plain b="a b" c="x\ny=\"1\"""# + "\n"))
+        #expect(line.filter { $0 == "\n" }.count == 1)
     }
 }

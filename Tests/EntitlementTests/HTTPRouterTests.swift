@@ -57,6 +57,31 @@ import Testing
         #expect(route == "/v1/admin/products")
     }
 
+    @Test @Loop func synchronousHandlersAnswerAtOnceAndSuspendingOnesRunLater() async {
+        let router = Router()
+        router.get("/now") { _ in .text("now") }
+        router.get("/later/{id}") { request in
+            await Task.yield()
+            return .text(request.pathParameters["id"] ?? "")
+        }
+        router.get("/fails") { _ in throw ProblemError(status: 409, detail: "no") }
+        guard case .answered(let now, "/now") = router.dispatch(request("GET", "/now")) else {
+            Issue.record("a synchronous handler should answer at once")
+            return
+        }
+        #expect(String(decoding: now.body, as: UTF8.self) == "now")
+        guard case .answered(let failed, "/fails") = router.dispatch(request("GET", "/fails")) else {
+            Issue.record("a synchronous handler's problem should answer at once")
+            return
+        }
+        #expect(failed.status == 409)
+        guard case .suspending(let handler, let routed, "/later/{id}") = router.dispatch(request("GET", "/later/7")) else {
+            Issue.record("a suspending handler should be left to a task")
+            return
+        }
+        #expect(String(decoding: await Router.run(handler, routed, route: "/later/{id}").body, as: UTF8.self) == "7")
+    }
+
     @Test @Loop func routesAreListedWithTheirNames() {
         let router = router()
         #expect(router.routes.first == Router.Route(method: "GET", pattern: "/v1/users/{user_id}/entitlements", name: "entitlements"))

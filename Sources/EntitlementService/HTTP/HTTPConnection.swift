@@ -127,25 +127,33 @@ final class HTTPConnection {
 
     private func startHandler(_ request: HTTPRequest) {
         let started = uv_hrtime()
-        let router = server.router
-        let metrics = server.metrics
-        Task { @Loop in
-            let (response, route) = await router.respond(to: request)
-            let nanoseconds = uv_hrtime() - started
-            metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
-            Log.info("http_request", [
-                "request_id": request.requestID, "method": request.method, "route": route,
-                "status": response.status, "duration_ms": Self.milliseconds(nanoseconds),
-            ])
-            self.run(response.dropsConnection ? self.machine.ioFailed() : self.machine.handlerFinished(response))
+        switch server.router.dispatch(request) {
+        case .answered(let response, let route):
+            finish(request, response, route: route, started: started)
+        case .suspending(let handler, let routed, let route):
+            Task { @Loop in
+                let response = await Router.run(handler, routed, route: route)
+                self.finish(request, response, route: route, started: started)
+            }
         }
+    }
+
+    /// Counts and logs the handler's answer, then hands it to the machine.
+    private func finish(_ request: HTTPRequest, _ response: HTTPResponse, route: String, started: UInt64) {
+        let nanoseconds = uv_hrtime() - started
+        server.metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
+        Log.info("http_request", [
+            "request_id": request.requestID, "method": request.method, "route": route,
+            "status": response.status, "duration_ms": Self.milliseconds(nanoseconds),
+        ])
+        run(response.dropsConnection ? machine.ioFailed() : machine.handlerFinished(response))
     }
 
     /// `12.345` style milliseconds.
     private static func milliseconds(_ nanoseconds: UInt64) -> String {
         let micros = nanoseconds / 1_000
-        let fraction = String(micros % 1_000)
-        return "\(micros / 1_000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+        let fraction = micros % 1_000
+        return "\(micros / 1_000)." + (fraction < 10 ? "00" : fraction < 100 ? "0" : "") + String(fraction)
     }
 
     // MARK: - Reading

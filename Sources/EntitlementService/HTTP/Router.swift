@@ -6,9 +6,15 @@
 /// `/v1/admin/{x}`). An unknown path is a 404 problem; a known path with another method a 405 with `Allow`.
 /// `HEAD` falls back to the `GET` handler (the body is left out on the wire). The pattern is the route's
 /// label in metrics and logs.
+///
+/// A handler that never suspends (a synchronous closure) is answered inside the read callback that
+/// completed its request; one that may suspend runs in a task on the loop.
 @Loop
 public final class Router {
+    /// A handler that may suspend (database, App Store): it runs in its own task.
     public typealias Handler = @Loop (HTTPRequest) async throws -> HTTPResponse
+    /// A handler that answers without suspending: it runs at once, with no task.
+    public typealias ImmediateHandler = @Loop (HTTPRequest) throws -> HTTPResponse
 
     /// A registered route, for listing (documentation, diagnostics).
     public struct Route: Sendable, Equatable {
@@ -22,18 +28,30 @@ public final class Router {
         case parameter(String)
     }
 
+    private enum Body {
+        case immediate(ImmediateHandler)
+        case suspending(Handler)
+    }
+
     private struct Entry {
         var route: Route
         var segments: [Segment]
-        var handler: Handler
+        var body: Body
     }
 
     /// The outcome of looking a request up.
     enum Match {
-        case found(route: String, handler: Handler, parameters: [String: String])
+        /// The index of the matching entry.
+        case found(Int, parameters: [String: String])
         case methodNotAllowed(route: String, allow: [String])
         case badParameter(route: String, name: String)
         case notFound
+    }
+
+    /// What to do with a request: its answer is known already, or a suspending handler must run.
+    enum Dispatch {
+        case answered(HTTPResponse, route: String)
+        case suspending(Handler, HTTPRequest, route: String)
     }
 
     /// The metrics and log label of requests no route matched.
@@ -49,71 +67,112 @@ public final class Router {
     /// Registers `handler` for `method` (upper case) and `pattern`. A malformed pattern or a duplicate
     /// registration is a programming error and traps.
     public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping Handler) {
+        add(method, pattern, name: name, body: .suspending(handler))
+    }
+
+    /// Registers a handler that answers without suspending.
+    public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) {
+        add(method, pattern, name: name, body: .immediate(handler))
+    }
+
+    private func add(_ method: String, _ pattern: String, name: String?, body: Body) {
         let segments = Self.segments(of: pattern)
         precondition(!entries.contains { $0.route.method == method && Self.sameShape($0.segments, segments) },
                      "route \(method) \(pattern) registered twice")
-        entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, handler: handler))
+        entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, body: body))
     }
 
     public func get(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("GET", pattern, name: name, handler) }
+    public func get(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("GET", pattern, name: name, handler) }
     public func post(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("POST", pattern, name: name, handler) }
+    public func post(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("POST", pattern, name: name, handler) }
     public func put(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("PUT", pattern, name: name, handler) }
+    public func put(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("PUT", pattern, name: name, handler) }
     public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("DELETE", pattern, name: name, handler) }
+    public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("DELETE", pattern, name: name, handler) }
 
-    /// Runs the matching handler and turns whatever it throws into a problem response. Returns the response
-    /// and the route label.
-    func respond(to request: HTTPRequest) async -> (response: HTTPResponse, route: String) {
+    /// Answers `request`: a routing problem or an immediate handler's answer now, else the suspending
+    /// handler to run (with the path parameters set on the request it receives).
+    func dispatch(_ request: HTTPRequest) -> Dispatch {
         switch match(method: request.method, path: request.path) {
         case .notFound:
-            return (ProblemError(status: 404, detail: "No route matches the request path.").response, Self.unmatchedRoute)
+            return .answered(ProblemError(status: 404, detail: "No route matches the request path.").response, route: Self.unmatchedRoute)
         case .methodNotAllowed(let route, let allow):
             var response = ProblemError(status: 405, detail: "The path does not support the \(request.method) method.").response
             response.headers.add("Allow", allow.joined(separator: ", "))
-            return (response, route)
+            return .answered(response, route: route)
         case .badParameter(let route, let name):
-            return (ProblemError.badRequest("The path segment '\(name)' is not valid percent-encoded UTF-8.", field: name).response, route)
-        case .found(let route, let handler, let parameters):
+            return .answered(ProblemError.badRequest("The path segment '\(name)' is not valid percent-encoded UTF-8.", field: name).response, route: route)
+        case .found(let index, let parameters):
+            let entry = entries[index]
             var request = request
             request.pathParameters = parameters
-            do {
-                return (try await handler(request), route)
-            } catch let problem as ProblemError {
-                return (problem.response, route)
-            } catch {
-                Log.error("handler_failed", ["request_id": request.requestID, "route": route, "error": String(describing: error)])
-                return (ProblemError(status: 500, detail: "The server failed to handle the request.").response, route)
+            switch entry.body {
+            case .immediate(let handler):
+                do {
+                    return .answered(try handler(request), route: entry.route.pattern)
+                } catch {
+                    return .answered(Self.answer(to: error, request, route: entry.route.pattern), route: entry.route.pattern)
+                }
+            case .suspending(let handler):
+                return .suspending(handler, request, route: entry.route.pattern)
             }
         }
+    }
+
+    /// Runs a suspending handler and turns whatever it throws into a problem response.
+    static func run(_ handler: Handler, _ request: HTTPRequest, route: String) async -> HTTPResponse {
+        do {
+            return try await handler(request)
+        } catch {
+            return answer(to: error, request, route: route)
+        }
+    }
+
+    /// Routes and answers `request` whichever kind its handler is; returns the response and the route label.
+    func respond(to request: HTTPRequest) async -> (response: HTTPResponse, route: String) {
+        switch dispatch(request) {
+        case .answered(let response, let route): (response, route)
+        case .suspending(let handler, let request, let route): (await Self.run(handler, request, route: route), route)
+        }
+    }
+
+    /// A thrown `ProblemError` as its own response; anything else logged and answered 500.
+    private static func answer(to error: any Error, _ request: HTTPRequest, route: String) -> HTTPResponse {
+        if let problem = error as? ProblemError { return problem.response }
+        Log.error("handler_failed", ["request_id": request.requestID, "route": route, "error": String(describing: error)])
+        return ProblemError(status: 500, detail: "The server failed to handle the request.").response
     }
 
     /// Finds the route for `method` and raw `path`.
     func match(method: String, path: String) -> Match {
         let parts = Self.split(path)
-        var best: Entry?
-        var bestForGet: Entry?
-        for entry in entries where Self.matches(entry.segments, parts) {
-            if entry.route.method == method, best.map({ Self.isMoreSpecific(entry.segments, than: $0.segments) }) ?? true {
-                best = entry
+        var best: Int?
+        var bestForGet: Int?
+        for (index, entry) in entries.enumerated() where Self.matches(entry.segments, parts) {
+            if entry.route.method == method, best.map({ Self.isMoreSpecific(entry.segments, than: entries[$0].segments) }) ?? true {
+                best = index
             }
-            if entry.route.method == "GET", bestForGet.map({ Self.isMoreSpecific(entry.segments, than: $0.segments) }) ?? true {
-                bestForGet = entry
+            if entry.route.method == "GET", bestForGet.map({ Self.isMoreSpecific(entry.segments, than: entries[$0].segments) }) ?? true {
+                bestForGet = index
             }
         }
         if best == nil && method == "HEAD" { best = bestForGet }
-        guard let entry = best else {
+        guard let index = best else {
             let pathMatches = entries.filter { Self.matches($0.segments, parts) }
             guard let first = pathMatches.first else { return .notFound }
             var allow = Set(pathMatches.map(\.route.method))
             if allow.contains("GET") { allow.insert("HEAD") }
             return .methodNotAllowed(route: first.route.pattern, allow: allow.sorted())
         }
+        let entry = entries[index]
         var parameters: [String: String] = [:]
         for (segment, part) in zip(entry.segments, parts) {
             guard case .parameter(let name) = segment else { continue }
             guard let value = PercentDecoding.decode(part) else { return .badParameter(route: entry.route.pattern, name: name) }
             parameters[name] = value
         }
-        return .found(route: entry.route.pattern, handler: entry.handler, parameters: parameters)
+        return .found(index, parameters: parameters)
     }
 
     /// The `/`-separated segments of `path`, empty ones included.

@@ -25,6 +25,12 @@ public final class Metrics {
         var counts = [Int](repeating: 0, count: Metrics.durationBuckets.count + 1)
         var sum = 0.0
         var count = 0
+
+        mutating func observe(_ seconds: Double) {
+            counts[Metrics.durationBuckets.firstIndex { seconds <= $0 } ?? Metrics.durationBuckets.count] += 1
+            sum += seconds
+            count += 1
+        }
     }
 
     private struct Sampled {
@@ -45,10 +51,7 @@ public final class Metrics {
     public func recordRequest(route: String, method: String, status: Int, durationSeconds: Double?) {
         requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
         guard let durationSeconds else { return }
-        let bucket = Self.durationBuckets.firstIndex { durationSeconds <= $0 } ?? Self.durationBuckets.count
-        durations[route, default: Histogram()].counts[bucket] += 1
-        durations[route]!.sum += durationSeconds
-        durations[route]!.count += 1
+        durations[route, default: Histogram()].observe(durationSeconds)
     }
 
     /// Registers a gauge read at every scrape. Several registrations may share a name with different labels;

@@ -14,6 +14,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
     /// The libuv loop. Touch it only on the loop thread.
     public let uv: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
+    /// Writes the log lines buffered during an iteration before the loop waits for I/O again.
+    private let logFlush: UnsafeMutablePointer<uv_prepare_t>
     private let lock = NSLock()
     private var queued: [UnownedJob] = []
     private var threadID: pthread_t?
@@ -28,9 +30,14 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
             guard let data = handle?.pointee.data else { return }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().runQueued()
         }) == 0, "uv_async_init failed")
+        logFlush = .allocate(capacity: 1)
+        uv_prepare_init(uv, logFlush)
+        uv_prepare_start(logFlush) { _ in Log.flush() }
+        uv_unref(cuv_handle(logFlush))
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let thread = Thread { [self] in
             threadID = pthread_self()
+            Log.bufferOnCurrentThread()
             started.signal()
             uv_run(uv, UV_RUN_DEFAULT)
         }

@@ -1,9 +1,15 @@
 import Foundation
+import Synchronization
 
 /// Structured logging: one line per event, `key=value` pairs, written to standard error.
 ///
 /// Values are quoted when they hold spaces, quotes or `=`; control characters are escaped so a client can
 /// never forge a line. Secrets must never be passed in: callers log key ids, never keys.
+///
+/// Lines at `info` and below logged on the loop thread wait in a buffer that the loop writes out once per
+/// iteration, before it waits for I/O again (one `write(2)` for a burst of requests instead of one each);
+/// warnings and errors, lines from other threads and a full buffer are written at once, after whatever
+/// waits, so the order of lines is kept. The buffer is also written at exit.
 public enum Log {
     /// Severity of an event; lines below `minimum` are dropped.
     public enum Level: Int, Sendable, Comparable {
@@ -12,20 +18,19 @@ public enum Log {
         var name: String { ["debug", "info", "warn", "error"][rawValue] }
     }
 
-    nonisolated(unsafe) private static var minimumLevel: Level = {
+    private static let minimumLevel = Atomic<Int>({
         switch ProcessInfo.processInfo.environment["LOG_LEVEL"]?.lowercased() {
-        case "debug": .debug
-        case "warn", "warning": .warning
-        case "error": .error
-        default: .info
+        case "debug": Level.debug.rawValue
+        case "warn", "warning": Level.warning.rawValue
+        case "error": Level.error.rawValue
+        default: Level.info.rawValue
         }
-    }()
-    private static let lock = NSLock()
+    }())
 
     /// The lowest level written; set once at start-up.
     public static var minimum: Level {
-        get { lock.withLock { minimumLevel } }
-        set { lock.withLock { minimumLevel = newValue } }
+        get { Level(rawValue: minimumLevel.load(ordering: .relaxed)) ?? .info }
+        set { minimumLevel.store(newValue.rawValue, ordering: .relaxed) }
     }
 
     public static func debug(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.debug, event, fields) }
@@ -35,77 +40,156 @@ public enum Log {
 
     private static func write(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?>) {
         guard level >= minimum else { return }
-        var line = "ts="
-        line.reserveCapacity(160)
-        line += timestamp()
-        line += " level="
-        line += level.name
-        line += " event="
-        line += quote(event)
+        output.emit(line(level, event, fields), urgent: level >= .warning)
+    }
+
+    /// The whole line, newline included: `ts=… level=… event=… key=value…`.
+    static func line(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?>) -> [UInt8] {
+        var line: [UInt8] = []
+        line.reserveCapacity(200)
+        line.append(contentsOf: "ts=".utf8)
+        appendTimestamp(to: &line)
+        line.append(contentsOf: " level=".utf8)
+        line.append(contentsOf: level.name.utf8)
+        line.append(contentsOf: " event=".utf8)
+        appendQuoted(event, to: &line)
         for (key, value) in fields {
             guard let value else { continue }
-            line += " "
-            line += key
-            line += "="
-            line += quote(value.description)
+            line.append(0x20)
+            line.append(contentsOf: key.utf8)
+            line.append(UInt8(ascii: "="))
+            appendQuoted(value.description, to: &line)
         }
-        line += "\n"
-        lock.withLock {
-            var bytes = line.utf8[...]
-            while !bytes.isEmpty {
-                let written = bytes.withContiguousStorageIfAvailable { Glibc.write(2, $0.baseAddress, $0.count) } ?? {
-                    let copy = Array(bytes)
-                    return copy.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-                }()
-                if written < 0 { if errno == EINTR { continue } else { return } }
-                bytes = bytes.dropFirst(written)
+        line.append(0x0A)
+        return line
+    }
+
+    /// Writes out the lines waiting in the buffer.
+    public static func flush() {
+        output.flush()
+    }
+
+    /// From now on, `info` and `debug` lines logged on the calling thread wait in the buffer until `flush()`;
+    /// the caller (the loop thread) promises to flush regularly. Also flushes at exit.
+    static func bufferOnCurrentThread() {
+        output.bufferOnCurrentThread()
+        atexit { Log.flush() }
+    }
+
+    private static let output = Output()
+
+    /// Standard error, with the buffer for the loop thread's routine lines.
+    private final class Output: @unchecked Sendable {
+        private let lock = NSLock()
+        private var pending: [UInt8] = []
+        private var bufferingThread: pthread_t?
+        private static let bufferLimit = 32 << 10
+
+        func bufferOnCurrentThread() {
+            lock.withLock { bufferingThread = pthread_self() }
+        }
+
+        func emit(_ line: [UInt8], urgent: Bool) {
+            lock.lock()
+            defer { lock.unlock() }
+            if !urgent, let thread = bufferingThread, pthread_equal(thread, pthread_self()) != 0 {
+                pending.append(contentsOf: line)
+                if pending.count >= Self.bufferLimit { writePending() }
+                return
+            }
+            writePending()
+            Self.writeAll(line)
+        }
+
+        func flush() {
+            lock.withLock { writePending() }
+        }
+
+        private func writePending() {
+            guard !pending.isEmpty else { return }
+            Self.writeAll(pending)
+            pending.removeAll(keepingCapacity: true)
+        }
+
+        private static func writeAll(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let written = Glibc.write(2, raw.baseAddress! + offset, raw.count - offset)
+                    if written < 0 {
+                        if errno == EINTR { continue }
+                        return
+                    }
+                    offset += written
+                }
             }
         }
     }
 
     nonisolated(unsafe) private static var cachedSecond: Int = -1
-    nonisolated(unsafe) private static var cachedPrefix = ""
+    nonisolated(unsafe) private static var cachedPrefix: [UInt8] = []
+    private static let timestampLock = NSLock()
 
-    /// `2026-11-22T01:20:00.123Z`; the part up to the second is formatted once per second.
-    private static func timestamp() -> String {
+    /// Appends `2026-11-22T01:20:00.123Z`; the part up to the second is formatted once per second.
+    private static func appendTimestamp(to line: inout [UInt8]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        let millis = Int(now.tv_nsec / 1_000_000)
-        let prefix: String = lock.withLock {
+        timestampLock.withLock {
             if cachedSecond != now.tv_sec {
                 var parts = tm()
                 var seconds = now.tv_sec
                 gmtime_r(&seconds, &parts)
-                cachedPrefix = "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
-                    + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2))."
+                var prefix: [UInt8] = []
+                appendDigits(Int(parts.tm_year) + 1900, 4, to: &prefix)
+                prefix.append(UInt8(ascii: "-"))
+                appendDigits(Int(parts.tm_mon) + 1, 2, to: &prefix)
+                prefix.append(UInt8(ascii: "-"))
+                appendDigits(Int(parts.tm_mday), 2, to: &prefix)
+                prefix.append(UInt8(ascii: "T"))
+                appendDigits(Int(parts.tm_hour), 2, to: &prefix)
+                prefix.append(UInt8(ascii: ":"))
+                appendDigits(Int(parts.tm_min), 2, to: &prefix)
+                prefix.append(UInt8(ascii: ":"))
+                appendDigits(Int(parts.tm_sec), 2, to: &prefix)
+                prefix.append(UInt8(ascii: "."))
+                cachedPrefix = prefix
                 cachedSecond = now.tv_sec
             }
-            return cachedPrefix
+            line.append(contentsOf: cachedPrefix)
         }
-        return prefix + pad(millis, 3) + "Z"
+        appendDigits(Int(now.tv_nsec / 1_000_000), 3, to: &line)
+        line.append(UInt8(ascii: "Z"))
     }
 
-    private static func pad(_ value: Int, _ width: Int) -> String {
-        let text = String(value)
-        return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+    /// Appends the last `width` decimal digits of a non-negative `value`, zero-padded.
+    private static func appendDigits(_ value: Int, _ width: Int, to bytes: inout [UInt8]) {
+        var divisor = 1
+        for _ in 1..<width { divisor *= 10 }
+        while divisor > 0 {
+            bytes.append(UInt8(truncatingIfNeeded: (value / divisor) % 10) + 0x30)
+            divisor /= 10
+        }
     }
 
-    /// Quotes a value when needed and escapes anything that could break the one-line format.
-    static func quote(_ value: String) -> String {
+    /// Appends `value`, quoted when needed, with anything that could break the one-line format escaped.
+    private static func appendQuoted(_ value: String, to line: inout [UInt8]) {
         let needsQuotes = value.isEmpty || value.utf8.contains { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7f }
-        guard needsQuotes else { return value }
-        var out = "\""
+        guard needsQuotes else {
+            line.append(contentsOf: value.utf8)
+            return
+        }
+        line.append(UInt8(ascii: "\""))
         for scalar in value.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f: out += "\\u{\(String(scalar.value, radix: 16))}"
-            default: out.unicodeScalars.append(scalar)
+            case "\"": line.append(contentsOf: #"\""#.utf8)
+            case "\\": line.append(contentsOf: #"\\"#.utf8)
+            case "\n": line.append(contentsOf: #"\n"#.utf8)
+            case "\r": line.append(contentsOf: #"\r"#.utf8)
+            case "\t": line.append(contentsOf: #"\t"#.utf8)
+            case _ where scalar.value < 0x20 || scalar.value == 0x7f: line.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".utf8)
+            default: line.append(contentsOf: String(scalar).utf8)
             }
         }
-        return out + "\""
+        line.append(UInt8(ascii: "\""))
     }
 }
