@@ -15,6 +15,13 @@ final class HTTPConnection {
     private var machine: HTTPConnectionStateMachine
     private let parser: HTTPRequestParser
     private let timer = LoopTimer()
+    /// When the machine's timer is due (loop clock, ms); nil while it is off.
+    private var deadline: UInt64?
+    /// When the uv timer will fire; nil while it is stopped. It is moved only when a deadline comes earlier
+    /// (a request starting on an idle connection): a later or cancelled deadline is noticed when it fires,
+    /// so most requests cost no timer call at all.
+    private var timerDue: UInt64?
+    private lazy var onTimer: @Loop () -> Void = { [weak self] in self?.timerFired() }
 
     /// Actions waiting to be carried out; actions produced while carrying one out queue behind it.
     private var actions: [Action] = []
@@ -104,12 +111,14 @@ final class HTTPConnection {
             case .idle: configuration.idleTimeoutMs
             case .linger: configuration.lingerTimeoutMs
             }
-            timer.start(after: UInt64(max(0, milliseconds))) { [weak self] in
-                guard let self else { return }
-                run(machine.timerFired(requestID: RequestID.generate()))
+            let due = EventLoop.shared.now + UInt64(max(0, milliseconds))
+            deadline = due
+            if timerDue.map({ due < $0 }) ?? true {
+                timerDue = due
+                timer.start(after: UInt64(max(0, milliseconds)), onTimer)
             }
         case .cancelTimer:
-            timer.stop()
+            deadline = nil
         case .shutdownAndLinger:
             parsing = false
             discarding = true
@@ -149,6 +158,19 @@ final class HTTPConnection {
         run(response.dropsConnection ? machine.ioFailed() : machine.handlerFinished(response))
     }
 
+    private func timerFired() {
+        timerDue = nil
+        guard let deadline else { return }
+        let now = EventLoop.shared.now
+        if now < deadline {
+            timerDue = deadline
+            timer.start(after: deadline - now, onTimer)
+        } else {
+            self.deadline = nil
+            run(machine.timerFired(requestID: RequestID.generate()))
+        }
+    }
+
     /// `12.345` style milliseconds.
     private static func milliseconds(_ nanoseconds: UInt64) -> String {
         let micros = nanoseconds / 1_000
@@ -160,14 +182,7 @@ final class HTTPConnection {
 
     private func startUVRead() {
         guard !reading else { return }
-        let status = uv_read_start(cuv_stream(handle), { _, _, buffer in
-            buffer?.pointee = uv_buf_init(HTTPConnection.readBuffer, UInt32(HTTPConnection.readBufferSize))
-        }, { stream, count, buffer in
-            guard let stream, let data = stream.pointee.data else { return }
-            let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
-            let base = UnsafeRawPointer(buffer?.pointee.base)
-            Loop.assumeIsolated { connection.didRead(count, base) }
-        })
+        let status = uv_read_start(cuv_stream(handle), Self.onAlloc, Self.onRead)
         if status == 0 {
             reading = true
         } else {
@@ -231,10 +246,7 @@ final class HTTPConnection {
     /// Writes `bytes`: straight to the socket when it takes them all, else through `uv_write` with a copy
     /// of the rest that lives until the write callback.
     private func write(_ bytes: [UInt8]) {
-        let written = bytes.withUnsafeBytes { raw -> Int32 in
-            var buffer = uv_buf_init(UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
-            return uv_try_write(cuv_stream(handle), &buffer, 1)
-        }
+        let written = Self.tryWrite(handle, bytes)
         if Int(written) == bytes.count {
             run(machine.writeCompleted())
             return
@@ -249,19 +261,19 @@ final class HTTPConnection {
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         request.pointee.data = copy
         var buffer = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(rest))
-        let status = uv_write(request, cuv_stream(handle), &buffer, 1) { request, status in
-            guard let request else { return }
-            request.pointee.data.deallocate()
-            let data = request.pointee.handle.pointee.data
-            request.deallocate()
-            guard let data else { return }
-            let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
-            Loop.assumeIsolated { connection.didWrite(status) }
-        }
+        let status = uv_write(request, cuv_stream(handle), &buffer, 1, Self.onWrite)
         if status != 0 {
             copy.deallocate()
             request.deallocate()
             run(machine.ioFailed())
+        }
+    }
+
+    /// `uv_try_write`: how many bytes the socket took at once, or a negative libuv error.
+    nonisolated private static func tryWrite(_ handle: UnsafeMutablePointer<uv_tcp_t>, _ bytes: [UInt8]) -> Int32 {
+        bytes.withUnsafeBytes { raw in
+            var buffer = uv_buf_init(UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
+            return uv_try_write(cuv_stream(handle), &buffer, 1)
         }
     }
 
@@ -277,12 +289,41 @@ final class HTTPConnection {
         parsing = false
         buffered = []
         timer.close()
-        uv_close(cuv_handle(handle)) { handle in
-            guard let handle else { return }
-            let connection = Unmanaged<HTTPConnection>.fromOpaque(handle.pointee.data).takeRetainedValue()
-            handle.deallocate()
-            Loop.assumeIsolated { connection.server.connectionClosed(connection) }
-        }
+        uv_close(cuv_handle(handle), Self.onClose)
+    }
+
+    // MARK: - C callbacks
+    //
+    // Declared outside the actor's isolation: libuv calls them on the loop thread, and `Loop.assumeIsolated`
+    // checks that cheaply, where a closure formed inside an `@Loop` method would ask the concurrency runtime
+    // which executor is current on every call.
+
+    nonisolated private static let onAlloc: uv_alloc_cb = { _, _, buffer in
+        buffer?.pointee = uv_buf_init(readBuffer, UInt32(readBufferSize))
+    }
+
+    nonisolated private static let onRead: uv_read_cb = { stream, count, buffer in
+        guard let stream, let data = stream.pointee.data else { return }
+        let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
+        nonisolated(unsafe) let base = UnsafeRawPointer(buffer?.pointee.base)
+        Loop.assumeIsolated { connection.didRead(count, base) }
+    }
+
+    nonisolated private static let onWrite: uv_write_cb = { request, status in
+        guard let request else { return }
+        request.pointee.data.deallocate()
+        let data = request.pointee.handle.pointee.data
+        request.deallocate()
+        guard let data else { return }
+        let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { connection.didWrite(status) }
+    }
+
+    nonisolated private static let onClose: uv_close_cb = { handle in
+        guard let handle else { return }
+        let connection = Unmanaged<HTTPConnection>.fromOpaque(handle.pointee.data).takeRetainedValue()
+        handle.deallocate()
+        Loop.assumeIsolated { connection.server.connectionClosed(connection) }
     }
 
     // MARK: - Shared read buffer

@@ -149,13 +149,9 @@ public final class Router {
         let parts = Self.split(path)
         var best: Int?
         var bestForGet: Int?
-        for (index, entry) in entries.enumerated() where Self.matches(entry.segments, parts) {
-            if entry.route.method == method, best.map({ Self.isMoreSpecific(entry.segments, than: entries[$0].segments) }) ?? true {
-                best = index
-            }
-            if entry.route.method == "GET", bestForGet.map({ Self.isMoreSpecific(entry.segments, than: entries[$0].segments) }) ?? true {
-                bestForGet = index
-            }
+        for index in entries.indices where Self.matches(entries[index].segments, parts) {
+            if entries[index].route.method == method && improves(index, on: best) { best = index }
+            if entries[index].route.method == "GET" && improves(index, on: bestForGet) { bestForGet = index }
         }
         if best == nil && method == "HEAD" { best = bestForGet }
         guard let index = best else {
@@ -173,6 +169,12 @@ public final class Router {
             parameters[name] = value
         }
         return .found(index, parameters: parameters)
+    }
+
+    /// True when the entry at `index` should replace the best match so far.
+    private func improves(_ index: Int, on current: Int?) -> Bool {
+        guard let current else { return true }
+        return Self.isMoreSpecific(entries[index].segments, than: entries[current].segments)
     }
 
     /// The `/`-separated segments of `path`, empty ones included.

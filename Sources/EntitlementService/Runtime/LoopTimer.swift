@@ -21,11 +21,7 @@ public final class LoopTimer {
     public func start(after milliseconds: UInt64, repeat repeatMilliseconds: UInt64 = 0, _ action: @escaping @Loop () -> Void) {
         guard !closed else { return }
         self.action = action
-        uv_timer_start(handle, { handle in
-            guard let data = handle?.pointee.data else { return }
-            let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
-            Loop.assumeIsolated { timer.action?() }
-        }, milliseconds, repeatMilliseconds)
+        uv_timer_start(handle, Self.onFire, milliseconds, repeatMilliseconds)
     }
 
     /// Disarms the timer; it may be started again.
@@ -41,11 +37,20 @@ public final class LoopTimer {
         closed = true
         action = nil
         uv_timer_stop(handle)
-        uv_close(cuv_handle(handle)) { handle in
-            guard let handle else { return }
-            Unmanaged<LoopTimer>.fromOpaque(handle.pointee.data).release()
-            handle.deallocate()
-        }
+        uv_close(cuv_handle(handle), Self.onClose)
+    }
+
+    // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
+    nonisolated private static let onFire: uv_timer_cb = { handle in
+        guard let data = handle?.pointee.data else { return }
+        let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { timer.action?() }
+    }
+
+    nonisolated private static let onClose: uv_close_cb = { handle in
+        guard let handle else { return }
+        Unmanaged<LoopTimer>.fromOpaque(handle.pointee.data).release()
+        handle.deallocate()
     }
 
     /// Suspends the calling task for `milliseconds` on a uv timer.
