@@ -8,23 +8,21 @@ import Testing
         #expect(!EventLoop.shared.inLoopThread)
     }
 
-    @Test func timersFireInOrderOnTheLoop() async {
-        let order = await Task { @Loop () -> [Int] in
-            var fired: [Int] = []
-            async let slow: Void = sleepThenRecord(30)
-            async let fast: Void = sleepThenRecord(10)
-            async let middle: Void = sleepThenRecord(20)
-            _ = await (slow, fast, middle)
-            fired = Self.recorded
-            return fired
-        }.value
-        #expect(order == [10, 20, 30])
-    }
-
-    @Loop static var recorded: [Int] = []
-    @Loop private func sleepThenRecord(_ delay: Int) async {
-        await LoopTimer.sleep(milliseconds: UInt64(delay))
-        Self.recorded.append(delay)
+    @Test @Loop func timersFireInTheOrderOfTheirDelays() async {
+        // Started together, in one loop turn, so they share the loop's clock.
+        let delays = [30, 10, 20]
+        let timers = delays.map { _ in LoopTimer() }
+        var fired: [Int] = []
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            for (timer, delay) in zip(timers, delays) {
+                timer.start(after: UInt64(delay)) {
+                    fired.append(delay)
+                    if fired.count == delays.count { done.resume() }
+                }
+            }
+        }
+        timers.forEach { $0.close() }
+        #expect(fired == [10, 20, 30])
     }
 
     @Test func logValuesCannotBreakTheLine() {
@@ -32,5 +30,15 @@ import Testing
         #expect(line.hasPrefix("ts="))
         #expect(line.hasSuffix(#" level=info event=e a=plain b="a b" c="x\ny=\"1\"""# + "\n"))
         #expect(line.filter { $0 == "\n" }.count == 1)
+    }
+
+    @Test func typedLogFieldsAreFormattedInPlace() throws {
+        var line = try #require(Log.Line(.error, "done"))
+        line.add("status", -404)
+        line.add("duration_ms", milliseconds: 12_345_678)
+        line.add("quick_ms", milliseconds: 7_000)
+        line.add("id", "a=b")
+        let text = String(decoding: line.finished(), as: UTF8.self)
+        #expect(text.hasSuffix(#" level=error event=done status=-404 duration_ms=12.345 quick_ms=0.007 id="a=b""# + "\n"))
     }
 }

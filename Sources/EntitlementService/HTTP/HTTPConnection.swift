@@ -23,7 +23,7 @@ final class HTTPConnection {
     private var timerDue: UInt64?
     private lazy var onTimer: @Loop () -> Void = { [weak self] in self?.timerFired() }
 
-    /// Actions waiting to be carried out; actions produced while carrying one out queue behind it.
+    /// Actions produced while others are being carried out: they run after those, in order.
     private var actions: [Action] = []
     private var executing = false
     /// Received bytes not parsed yet because the machine paused reading.
@@ -63,9 +63,14 @@ final class HTTPConnection {
     // MARK: - Carrying out actions
 
     private func run(_ newActions: [Action]) {
-        actions.append(contentsOf: newActions)
-        guard !executing else { return }
+        guard !executing else {
+            actions.append(contentsOf: newActions)
+            return
+        }
         executing = true
+        for action in newActions where !closed {
+            execute(action)
+        }
         var index = 0
         while index < actions.count {
             let action = actions[index]
@@ -98,10 +103,14 @@ final class HTTPConnection {
             write(HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now()))
         case .reject(let problem, let context):
             server.metrics.recordRequest(route: HTTPServer.rejectedRoute, method: context.method, status: problem.status, durationSeconds: nil)
-            Log.info("http_request", [
-                "request_id": context.requestID, "method": context.method, "route": HTTPServer.rejectedRoute,
-                "status": problem.status, "detail": problem.detail,
-            ])
+            if var line = Log.Line(.info, "http_request") {
+                line.add("request_id", context.requestID)
+                line.add("method", context.method)
+                line.add("route", HTTPServer.rejectedRoute)
+                line.add("status", problem.status)
+                line.add("detail", problem.detail)
+                line.emit()
+            }
             write(HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now()))
         case .writeContinue:
             write(HTTPResponseSerializer.continueResponse)
@@ -151,10 +160,14 @@ final class HTTPConnection {
     private func finish(_ request: HTTPRequest, _ response: HTTPResponse, route: String, started: UInt64) {
         let nanoseconds = uv_hrtime() - started
         server.metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
-        Log.info("http_request", [
-            "request_id": request.requestID, "method": request.method, "route": route,
-            "status": response.status, "duration_ms": Self.milliseconds(nanoseconds),
-        ])
+        if var line = Log.Line(.info, "http_request") {
+            line.add("request_id", request.requestID)
+            line.add("method", request.method)
+            line.add("route", route)
+            line.add("status", response.status)
+            line.add("duration_ms", milliseconds: nanoseconds)
+            line.emit()
+        }
         run(response.dropsConnection ? machine.ioFailed() : machine.handlerFinished(response))
     }
 
@@ -169,13 +182,6 @@ final class HTTPConnection {
             self.deadline = nil
             run(machine.timerFired(requestID: RequestID.generate()))
         }
-    }
-
-    /// `12.345` style milliseconds.
-    private static func milliseconds(_ nanoseconds: UInt64) -> String {
-        let micros = nanoseconds / 1_000
-        let fraction = micros % 1_000
-        return "\(micros / 1_000)." + (fraction < 10 ? "00" : fraction < 100 ? "0" : "") + String(fraction)
     }
 
     // MARK: - Reading

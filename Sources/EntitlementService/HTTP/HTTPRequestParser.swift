@@ -102,7 +102,7 @@ final class HTTPRequestParser {
 
     private func appendURL(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         if method == nil {
-            method = String(cString: http_method_str(http_method(rawValue: parser.pointee.method)))
+            method = Self.methodName(parser.pointee.method)
         }
         if url.count + bytes.count > limits.maxHeaderBytes {
             failure = .uriTooLong
@@ -199,7 +199,7 @@ final class HTTPRequestParser {
     /// The path and raw query of the request target (origin form, or absolute form from a proxy); nil when
     /// http-parser cannot split it or it is not UTF-8 (http-parser lets bytes above 0x7F through).
     private func splitTarget() -> (path: String, query: String)? {
-        if url == Array("*".utf8) { return ("*", "") }
+        if url.count == 1 && url[0] == UInt8(ascii: "*") { return ("*", "") }
         var parts = http_parser_url()
         http_parser_url_init(&parts)
         let isConnect: Int32 = parser.pointee.method == HTTP_CONNECT.rawValue ? 1 : 0
@@ -232,6 +232,13 @@ final class HTTPRequestParser {
         events.append(.end)
         http_parser_pause(parser, 1)
         return 0
+    }
+
+    /// http-parser's method names by code (an 8-bit field), made into strings once.
+    private static let methodNames: [String] = (0..<256).map { String(cString: http_method_str(http_method(rawValue: $0))) }
+
+    private static func methodName(_ code: UInt32) -> String {
+        methodNames[Int(code & 0xFF)]
     }
 
     // MARK: - C glue

@@ -12,19 +12,19 @@ enum HTTPResponseSerializer {
         let sendsBody = !bodyless && context.method != "HEAD"
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256 + (sendsBody ? response.body.count : 0))
-        bytes.append(contentsOf: "HTTP/1.1 ".utf8)
-        appendDecimal(status, to: &bytes)
+        bytes.append(literal: "HTTP/1.1 ")
+        bytes.append(decimal: status)
         bytes.append(0x20)
-        bytes.append(contentsOf: HTTPStatus.reasonPhrase(status).utf8)
-        bytes.append(contentsOf: crlf)
+        bytes.append(utf8: HTTPStatus.reasonPhrase(status))
+        bytes.append(literal: "\r\n")
         for (name, value) in response.headers where isToken(name) && !framingHeaders.contains(where: { HTTPHeaders.sameName($0, name) }) {
             appendField(name, sanitize(value), to: &bytes)
         }
         appendField("X-Request-Id", context.requestID, to: &bytes)
         if !bodyless {
-            bytes.append(contentsOf: "Content-Length: ".utf8)
-            appendDecimal(response.body.count, to: &bytes)
-            bytes.append(contentsOf: crlf)
+            bytes.append(literal: "Content-Length: ")
+            bytes.append(decimal: response.body.count)
+            bytes.append(literal: "\r\n")
         }
         appendField("Date", date, to: &bytes)
         if !context.keepAlive {
@@ -32,7 +32,7 @@ enum HTTPResponseSerializer {
         } else if context.version == .http1_0 {
             appendField("Connection", "keep-alive", to: &bytes)
         }
-        bytes.append(contentsOf: crlf)
+        bytes.append(literal: "\r\n")
         if sendsBody {
             bytes.append(contentsOf: response.body)
         }
@@ -42,23 +42,11 @@ enum HTTPResponseSerializer {
     /// The interim answer to `Expect: 100-continue`.
     static let continueResponse = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
 
-    private static let crlf: [UInt8] = [0x0D, 0x0A]
-
     private static func appendField(_ name: String, _ value: String, to bytes: inout [UInt8]) {
-        bytes.append(contentsOf: name.utf8)
-        bytes.append(0x3A)
-        bytes.append(0x20)
-        bytes.append(contentsOf: value.utf8)
-        bytes.append(contentsOf: crlf)
-    }
-
-    private static func appendDecimal(_ value: Int, to bytes: inout [UInt8]) {
-        guard value >= 10 else {
-            bytes.append(UInt8(truncatingIfNeeded: value) + 0x30)
-            return
-        }
-        appendDecimal(value / 10, to: &bytes)
-        bytes.append(UInt8(truncatingIfNeeded: value % 10) + 0x30)
+        bytes.append(utf8: name)
+        bytes.append(literal: ": ")
+        bytes.append(utf8: value)
+        bytes.append(literal: "\r\n")
     }
 
     private static func isToken(_ name: String) -> Bool {

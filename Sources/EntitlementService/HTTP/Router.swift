@@ -58,6 +58,8 @@ public final class Router {
     public static let unmatchedRoute = "unmatched"
 
     private var entries: [Entry] = []
+    /// Entries without parameters by path, then method: the common lookup needs no splitting or scanning.
+    private var literalEntries: [String: [String: Int]] = [:]
 
     public init() {}
 
@@ -79,6 +81,9 @@ public final class Router {
         let segments = Self.segments(of: pattern)
         precondition(!entries.contains { $0.route.method == method && Self.sameShape($0.segments, segments) },
                      "route \(method) \(pattern) registered twice")
+        if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
+            literalEntries[pattern, default: [:]][method] = entries.count
+        }
         entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, body: body))
     }
 
@@ -146,6 +151,9 @@ public final class Router {
 
     /// Finds the route for `method` and raw `path`.
     func match(method: String, path: String) -> Match {
+        if let byMethod = literalEntries[path], let index = byMethod[method] ?? (method == "HEAD" ? byMethod["GET"] : nil) {
+            return .found(index, parameters: [:])  // all literal: nothing can be more specific
+        }
         let parts = Self.split(path)
         var best: Int?
         var bestForGet: Int?
