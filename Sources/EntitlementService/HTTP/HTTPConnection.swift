@@ -122,7 +122,7 @@ final class HTTPConnection {
             }
             let due = EventLoop.shared.now + UInt64(max(0, milliseconds))
             deadline = due
-            if timerDue.map({ due < $0 }) ?? true {
+            if timerDue == nil || due < timerDue! {
                 timerDue = due
                 timer.start(after: UInt64(max(0, milliseconds)), onTimer)
             }

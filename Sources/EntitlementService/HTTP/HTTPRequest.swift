@@ -1,35 +1,57 @@
 import Foundation
 
 /// One complete request as handlers see it: the head, the whole body, and the route's path parameters.
+///
+/// The fields (`request.method`, `request.body`, …; see `Fields`) live in one box shared by copies and
+/// copied on write: a request passes through the connection's machine, the router and the handler, and
+/// each copy costs one reference count instead of one per field.
+@dynamicMemberLookup
 public struct HTTPRequest: Sendable, Equatable {
-    /// The method as sent, e.g. `GET`.
-    public var method: String
-    /// The raw (still percent-encoded) path, without the query.
-    public var path: String
-    /// The query's names and values, percent-decoded (`+` is not a space); the last of repeated names wins.
-    public var query: [String: String]
-    /// The query exactly as sent, without the `?`; empty when there was none.
-    public var rawQuery: String
-    public var headers: HTTPHeaders
-    public var body: [UInt8]
-    /// The client's `X-Request-Id` when it was sane (1–128 visible ASCII characters), else a generated one.
-    /// Every response and log line about this request carries it.
-    public var requestID: String
-    /// The values of the route's `{name}` segments, percent-decoded. Set by the router.
-    public var pathParameters: [String: String]
+    public struct Fields: Sendable, Equatable {
+        /// The method as sent, e.g. `GET`.
+        public var method: String
+        /// The raw (still percent-encoded) path, without the query.
+        public var path: String
+        /// The query's names and values, percent-decoded (`+` is not a space); the last of repeated names wins.
+        public var query: [String: String]
+        /// The query exactly as sent, without the `?`; empty when there was none.
+        public var rawQuery: String
+        public var headers: HTTPHeaders
+        public var body: [UInt8]
+        /// The client's `X-Request-Id` when it was sane (1–128 visible ASCII characters), else a generated one.
+        /// Every response and log line about this request carries it.
+        public var requestID: String
+        /// The values of the route's `{name}` segments, percent-decoded. Set by the router.
+        public var pathParameters: [String: String]
+    }
+
+    /// Mutated only while uniquely referenced (see `subscript(dynamicMember:)`), like the standard library's buffers.
+    private final class Box: @unchecked Sendable {
+        var fields: Fields
+        init(_ fields: Fields) { self.fields = fields }
+    }
+
+    private var box: Box
+
+    public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
+        get { box.fields[keyPath: field] }
+        set {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.fields) }
+            box.fields[keyPath: field] = newValue
+        }
+    }
 
     public init(
         method: String, path: String, query: [String: String] = [:], rawQuery: String = "",
         headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], requestID: String, pathParameters: [String: String] = [:]
     ) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.rawQuery = rawQuery
-        self.headers = headers
-        self.body = body
-        self.requestID = requestID
-        self.pathParameters = pathParameters
+        box = Box(Fields(
+            method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, body: body,
+            requestID: requestID, pathParameters: pathParameters))
+    }
+
+    public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
+        a.box === b.box || a.box.fields == b.box.fields
     }
 
     init(head: HTTPRequestHead, body: [UInt8]) {
@@ -44,6 +66,7 @@ public struct HTTPRequest: Sendable, Equatable {
     /// detail and the `field` member name the offending field (`items[0].product_id`) when there is one.
     /// Dates are RFC 3339 strings, with or without fractional seconds.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T {
+        let body = box.fields.body
         guard !body.isEmpty else { throw ProblemError.badRequest("The request body is empty; a JSON document is expected.") }
         guard String(validating: body, as: UTF8.self) != nil else {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")

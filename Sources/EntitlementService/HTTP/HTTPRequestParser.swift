@@ -157,7 +157,8 @@ final class HTTPRequestParser {
         }
         var end = value.count
         while end > 0, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
-        headers.add(String(decoding: field, as: UTF8.self), String(decoding: value[..<end], as: UTF8.self))
+        let trimmed = value.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[..<end]), as: UTF8.self) }
+        headers.add(String(decoding: field, as: UTF8.self), trimmed)
         field.removeAll(keepingCapacity: true)
         value.removeAll(keepingCapacity: true)
         inValue = false
@@ -217,7 +218,7 @@ final class HTTPRequestParser {
                 let length = Int(raw.loadUnaligned(fromByteOffset: base + 2, as: UInt16.self))
                 return offset..<offset + length
             }
-            return String(validating: url[range], as: UTF8.self)
+            return url.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
         }
         guard let path = field(UF_PATH), let query = field(UF_QUERY) else { return nil }
         return (path.isEmpty ? "/" : path, query)

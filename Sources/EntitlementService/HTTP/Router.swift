@@ -111,7 +111,7 @@ public final class Router {
         case .found(let index, let parameters):
             let entry = entries[index]
             var request = request
-            request.pathParameters = parameters
+            if !parameters.isEmpty { request.pathParameters = parameters }
             switch entry.body {
             case .immediate(let handler):
                 do {
