@@ -103,14 +103,7 @@ final class HTTPConnection {
             write(HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now()))
         case .reject(let problem, let context):
             server.metrics.recordRequest(route: HTTPServer.rejectedRoute, method: context.method, status: problem.status, durationSeconds: nil)
-            if var line = Log.Line(.info, "http_request") {
-                line.add("request_id", context.requestID)
-                line.add("method", context.method)
-                line.add("route", HTTPServer.rejectedRoute)
-                line.add("status", problem.status)
-                line.add("detail", problem.detail)
-                line.emit()
-            }
+            Self.logRequest(context.requestID, context.method, HTTPServer.rejectedRoute, problem.status, detail: problem.detail)
             write(HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now()))
         case .writeContinue:
             write(HTTPResponseSerializer.continueResponse)
@@ -134,7 +127,7 @@ final class HTTPConnection {
             buffered = []
             startUVRead()
             let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
-            if uv_shutdown(request, cuv_stream(handle), { request, _ in request?.deallocate() }) != 0 {
+            if uv_shutdown(request, cuv_stream(handle), Self.onShutdown) != 0 {
                 request.deallocate()
                 run(machine.ioFailed())
             }
@@ -160,14 +153,7 @@ final class HTTPConnection {
     private func finish(_ request: HTTPRequest, _ response: HTTPResponse, route: String, started: UInt64) {
         let nanoseconds = uv_hrtime() - started
         server.metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
-        if var line = Log.Line(.info, "http_request") {
-            line.add("request_id", request.requestID)
-            line.add("method", request.method)
-            line.add("route", route)
-            line.add("status", response.status)
-            line.add("duration_ms", milliseconds: nanoseconds)
-            line.emit()
-        }
+        Self.logRequest(request.requestID, request.method, route, response.status, nanoseconds: nanoseconds)
         run(response.dropsConnection ? machine.ioFailed() : machine.handlerFinished(response))
     }
 
@@ -182,6 +168,20 @@ final class HTTPConnection {
             self.deadline = nil
             run(machine.timerFired(requestID: RequestID.generate()))
         }
+    }
+
+    /// The access log line (`http_request`) of one answer: the handler's time for a routed request, the
+    /// reason for a rejected one.
+    private static func logRequest(_ requestID: String, _ method: String, _ route: String, _ status: Int,
+                                   nanoseconds: UInt64? = nil, detail: String? = nil) {
+        guard var line = Log.Line(.info, "http_request") else { return }
+        line.add("request_id", requestID)
+        line.add("method", method)
+        line.add("route", route)
+        line.add("status", status)
+        if let nanoseconds { line.add("duration_ms", milliseconds: nanoseconds) }
+        if let detail { line.add("detail", detail) }
+        line.emit()
     }
 
     // MARK: - Reading
@@ -323,6 +323,10 @@ final class HTTPConnection {
         guard let data else { return }
         let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
         Loop.assumeIsolated { connection.didWrite(status) }
+    }
+
+    nonisolated private static let onShutdown: uv_shutdown_cb = { request, _ in
+        request?.deallocate()
     }
 
     nonisolated private static let onClose: uv_close_cb = { handle in

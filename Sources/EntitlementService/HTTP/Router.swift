@@ -134,14 +134,6 @@ public final class Router {
         }
     }
 
-    /// Routes and answers `request` whichever kind its handler is; returns the response and the route label.
-    func respond(to request: HTTPRequest) async -> (response: HTTPResponse, route: String) {
-        switch dispatch(request) {
-        case .answered(let response, let route): (response, route)
-        case .suspending(let handler, let request, let route): (await Self.run(handler, request, route: route), route)
-        }
-    }
-
     /// A thrown `ProblemError` as its own response; anything else logged and answered 500.
     private static func answer(to error: any Error, _ request: HTTPRequest, route: String) -> HTTPResponse {
         if let problem = error as? ProblemError { return problem.response }
