@@ -121,11 +121,13 @@ func capturingStandardError<T>(_ body: () async throws -> T) async throws -> (re
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("stderr-\(UUID().uuidString).log").path
     let file = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0o600)
     guard file >= 0 else { throw FakeAppStoreHarness.HarnessFailure(message: "cannot create \(path)") }
+    Log.flush()  // lines logged before the capture stay out of it
     let saved = dup(2)
     dup2(file, 2)
     close(file)
     /// Puts fd 2 back and replays what it caught there, so no other test's output is lost.
     func restore() -> String {
+        Log.flush()  // the loop buffers routine lines until its next turn: they belong to the capture
         dup2(saved, 2)
         close(saved)
         defer { unlink(path) }

@@ -90,6 +90,21 @@ import Testing
         #expect(String(decoding: await Router.run(handler, routed, route: "/later/{id}").body, as: UTF8.self) == "7")
     }
 
+    @Test @Loop func anUnreachableDatabaseIs503AndAnyOtherFailure500() async {
+        let router = Router()
+        router.get("/down") { _ in
+            await Task.yield()
+            throw PostgresError(kind: .connection, message: "connection refused")
+        }
+        router.get("/slow") { _ in throw PostgresError(kind: .timeout, message: "pool acquire timed out") }
+        router.get("/broken") { _ in throw PostgresError(kind: .server, message: "syntax error", sqlState: "42601") }
+        #expect(await respond(router, request("GET", "/down")).response.status == 503)
+        #expect(await respond(router, request("GET", "/slow")).response.status == 503)
+        let broken = await respond(router, request("GET", "/broken")).response
+        #expect(broken.status == 500)
+        #expect(!String(decoding: broken.body, as: UTF8.self).contains("syntax error"))
+    }
+
     @Test @Loop func routesAreListedWithTheirNames() {
         let router = router()
         #expect(router.routes.first == Router.Route(method: "GET", pattern: "/v1/users/{user_id}/entitlements", name: "entitlements"))

@@ -134,9 +134,14 @@ public final class Router {
         }
     }
 
-    /// A thrown `ProblemError` as its own response; anything else logged and answered 500.
+    /// A thrown `ProblemError` as its own response; a database that does not answer as 503; anything else
+    /// logged and answered 500.
     private static func answer(to error: any Error, _ request: HTTPRequest, route: String) -> HTTPResponse {
         if let problem = error as? ProblemError { return problem.response }
+        if let database = error as? PostgresError, database.isUnavailable {
+            Log.warning("database_unavailable", ["request_id": request.requestID, "route": route, "error": database.description])
+            return ProblemError(status: 503, detail: "The database does not answer; try again later.").response
+        }
         Log.error("handler_failed", ["request_id": request.requestID, "route": route, "error": String(describing: error)])
         return ProblemError(status: 500, detail: "The server failed to handle the request.").response
     }

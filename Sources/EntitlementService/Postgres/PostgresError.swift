@@ -43,6 +43,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         self.constraint = constraint
     }
 
+    /// The database could not be reached (in time): the same request may succeed later.
+    public var isUnavailable: Bool { kind == .connection || kind == .timeout }
     /// `23505`: a unique or primary-key constraint rejected the row.
     public var isUniqueViolation: Bool { sqlState == "23505" }
     /// `23503`: a foreign-key constraint rejected the row.
