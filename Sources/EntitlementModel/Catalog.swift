@@ -186,19 +186,6 @@ public struct Product: Sendable, Hashable, Codable {
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(productID, forKey: .productID)
-        try container.encode(type, forKey: .type)
-        try container.encode(entitlements, forKey: .entitlements)
-        try container.encodeIfPresent(duration, forKey: .duration)
-        try container.encodeIfPresent(currency, forKey: .currency)
-        try container.encodeIfPresent(amount, forKey: .amount)
-        try container.encodeIfPresent(price, forKey: .price)
-        try container.encodeIfPresent(priceCurrency, forKey: .priceCurrency)
-        try container.encodeIfPresent(subscriptionGroup, forKey: .subscriptionGroup)
-    }
-
     private static let amountRule = "must be an integer above zero"
     private static let priceRule = "must be a decimal string such as \"4.99\""
 

@@ -137,6 +137,7 @@ struct PurchaseFlowTests {
         let answer = try await service.post(purchase, for: "intruder")
         #expect(answer.status == 409)
         #expect(answer.headers["Content-Type"] == "application/problem+json")
+        #expect(try answer.json()["original_transaction_id"] as? String == "kp-1")
         #expect(try await service.entitlements("keeper").entitlement("pro")?["active"] as? Bool == true)
         #expect(try await service.entitlements("intruder").entitlement("pro") == nil)
         await service.stop()

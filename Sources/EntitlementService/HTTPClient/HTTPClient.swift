@@ -7,8 +7,6 @@ import CCurl
 /// (the configuration's unless given). Cancelling the awaiting task abandons the exchange.
 @Loop
 public final class HTTPClient {
-    /// The client the service uses, with the default configuration.
-    public static let shared = HTTPClient(configuration: HTTPClientConfiguration())
 
     public let configuration: HTTPClientConfiguration
     private let multi: CurlMulti

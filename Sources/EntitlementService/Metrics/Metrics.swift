@@ -61,12 +61,6 @@ public final class Metrics {
         sampled.append(Sampled(name: name, help: help, type: "gauge", labels: labels, read: read))
     }
 
-    /// Registers a monotonically growing total kept elsewhere, read at every scrape.
-    public func counter(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
-        sampled.removeAll { $0.name == name && $0.labels == labels }
-        sampled.append(Sampled(name: name, help: help, type: "counter", labels: labels, read: read))
-    }
-
     /// Every metric in the Prometheus text exposition format, in a stable order.
     public func render() -> String {
         var out = ""

@@ -5,7 +5,8 @@ import Foundation
 enum AttemptOutcome: Sendable {
     case verified(environment: StoreEnvironment, appleStatus: Int, transferredFrom: [String])
     case rejected(appleStatus: Int?, detail: String)
-    case conflict(owner: String)
+    /// Under `keep`: this purchase (an original transaction id) belongs to another user.
+    case conflict(originalTransactionID: String)
     case configurationError(appleStatus: Int?, detail: String)
     /// No final answer yet; the submission is queued for a background retry.
     case pending
@@ -90,7 +91,7 @@ final class ReceiptService {
                 } catch let conflict as OwnershipConflict {
                     try await submissions.reject(id, appleStatus: response.status, detail: "purchase \(conflict.originalTransactionID) belongs to another user")
                     Log.info("receipt_conflict", ["verification_id": id, "user_id": userID, "original_transaction_id": conflict.originalTransactionID])
-                    return .conflict(owner: conflict.owner)
+                    return .conflict(originalTransactionID: conflict.originalTransactionID)
                 }
             case .rejected(let appleStatus, let detail):
                 try await submissions.reject(id, appleStatus: appleStatus, detail: detail)

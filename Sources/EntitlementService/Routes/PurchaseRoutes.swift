@@ -52,17 +52,25 @@ struct PurchaseRoutes {
             return .json(VerifiedReceiptBody(document: document, verificationID: id, environment: environment,
                                              transferredFrom: transferredFrom.first))
         case .rejected(let appleStatus, let detail)?:
-            throw ProblemError(status: 422, title: "Receipt rejected", detail: detail,
-                               extra: appleStatus.map { ["apple_status": .int($0), "verification_id": .string(id)] } ?? ["verification_id": .string(id)])
-        case .conflict?:
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: detail, extra: Self.problemFields(id, appleStatus))
+        case .conflict(let originalTransactionID)?:
+            var extra = Self.problemFields(id, nil)
+            extra["original_transaction_id"] = .string(originalTransactionID)
             throw ProblemError(status: 409, title: "Purchase owned by another user",
-                               detail: "A purchase in this receipt already belongs to another user and RESTORE_POLICY is keep; nothing was moved.",
-                               extra: ["verification_id": .string(id)])
+                               detail: "The purchase \(originalTransactionID) in this receipt already belongs to another user and RESTORE_POLICY is keep; nothing was moved.",
+                               extra: extra)
         case .configurationError(let appleStatus, _)?:
             throw ProblemError(status: 502, title: "App Store configuration error",
                                detail: "The App Store refused the service's configuration (shared secret or request); the receipt is stored and will be retried.",
-                               extra: appleStatus.map { ["apple_status": .int($0), "verification_id": .string(id)] } ?? ["verification_id": .string(id)])
+                               extra: Self.problemFields(id, appleStatus))
         }
+    }
+
+    /// The members every receipt problem carries: the submission's id, and Apple's status when it answered.
+    private static func problemFields(_ verificationID: String, _ appleStatus: Int?) -> [String: JSONValue] {
+        var fields: [String: JSONValue] = ["verification_id": .string(verificationID)]
+        if let appleStatus { fields["apple_status"] = .int(appleStatus) }
+        return fields
     }
 
     private func getReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {

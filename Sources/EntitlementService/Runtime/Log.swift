@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Structured logging: one line per event, `key=value` pairs, written to standard error.
 ///
@@ -18,20 +17,15 @@ public enum Log {
         var name: String { ["debug", "info", "warn", "error"][rawValue] }
     }
 
-    private static let minimumLevel = Atomic<Int>({
+    /// The lowest level written: `LOG_LEVEL` (`debug`, `info`, `warn`, `error`), read once; anything else is `info`.
+    public static let minimum: Level = {
         switch ProcessInfo.processInfo.environment["LOG_LEVEL"]?.lowercased() {
-        case "debug": Level.debug.rawValue
-        case "warn", "warning": Level.warning.rawValue
-        case "error": Level.error.rawValue
-        default: Level.info.rawValue
+        case "debug": .debug
+        case "warn", "warning": .warning
+        case "error": .error
+        default: .info
         }
-    }())
-
-    /// The lowest level written; set once at start-up.
-    public static var minimum: Level {
-        get { Level(rawValue: minimumLevel.load(ordering: .relaxed)) ?? .info }
-        set { minimumLevel.store(newValue.rawValue, ordering: .relaxed) }
-    }
+    }()
 
     public static func debug(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.debug, event, fields) }
     public static func info(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.info, event, fields) }
