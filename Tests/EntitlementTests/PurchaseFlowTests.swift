@@ -98,6 +98,19 @@ struct PurchaseFlowTests {
         await service.stop()
     }
 
+    @Test func aConsumableFirstSeenRefundedIsNeverCreditedByAnOlderReceipt() async throws {
+        let service = try await ServiceHarness.start()
+        let older = receipt { $0.addPurchase("com.example.coins.100", transactionID: "late-coin", purchased: now.addingTimeInterval(-7200)) }
+        var refunded = older
+        refunded.cancel(transactionID: "late-coin", at: now.addingTimeInterval(-60))
+        refunded.applicationVersion = "2"
+        #expect(try await service.post(refunded, for: "late-user").status == 200)
+        #expect(try await service.post(older, for: "late-user").status == 200)
+        #expect(((try await service.entitlements("late-user")["consumables"] as? [String: Any])?["coins"] as? Int ?? 0) == 0)
+        #expect(try await service.sql("SELECT kind FROM consumable_ledger WHERE transaction_id = 'late-coin'").isEmpty)
+        await service.stop()
+    }
+
     @Test func gracePeriodKeepsAccess() async throws {
         let service = try await ServiceHarness.start()
         let lapsed = receipt { r in

@@ -125,7 +125,8 @@ struct PurchaseRecorder {
         guard !purchases.isEmpty else { return [] }
 
         // Claim what nobody owns yet; the unique key settles concurrent claims.
-        let claims = purchases.map { id, purchase in
+        // In one order (by id) in every transaction, so concurrent recordings cannot deadlock on these rows.
+        let claims = purchases.sorted { $0.key < $1.key }.map { id, purchase in
             ["original_transaction_id": id, "user_id": purchase.orderUser ?? context.poster]
         }
         _ = try await connection.query("""
@@ -173,7 +174,7 @@ struct PurchaseRecorder {
         guard !chains.isEmpty else { return }
         let now = Date()
         var rows: [[String: String?]] = []
-        for (id, chain) in chains {
+        for (id, chain) in chains.sorted(by: { $0.key < $1.key }) {  // one lock order, as for the owners
             guard let latest = chain.max(by: { ($0.expiresDate!, $0.purchaseDate) < ($1.expiresDate!, $1.purchaseDate) }) else { continue }
             let renewal = renewals[id]
             let next = RefreshSchedule.next(
@@ -222,36 +223,39 @@ struct PurchaseRecorder {
             """, [json])
     }
 
-    /// Credits each consumable once per transaction to its owner, and debits it once when Apple reports it refunded.
+    /// Credits each consumable once per transaction to its owner, and debits it once when Apple reports it
+    /// refunded. The stored transaction decides (it keeps a refund once any receipt showed one), not the
+    /// receipt at hand: an older receipt posted after the refund was seen credits nothing.
     private func applyConsumables(_ transactions: [StoreTransaction], catalog: Catalog, on connection: PostgresConnection) async throws {
         for transaction in transactions {
             guard let product = catalog.product(transaction.productID), product.type == .consumable,
                   let currency = product.currency, let amount = product.amount else { continue }
             let total = amount * max(1, transaction.quantity)
-            if transaction.cancellationDate == nil {
-                _ = try await connection.query("""
-                    WITH owner AS (SELECT user_id FROM purchase_owners WHERE original_transaction_id = $2),
-                         entry AS (
-                            INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
-                            SELECT owner.user_id, $3, $4, 'credit', $1 FROM owner
-                            ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
-                            RETURNING user_id, currency, amount)
-                    INSERT INTO consumable_balances AS b (user_id, currency, balance)
-                    SELECT user_id, currency, amount FROM entry
-                    ON CONFLICT (user_id, currency) DO UPDATE SET balance = b.balance + EXCLUDED.balance
-                    """, [transaction.transactionID, transaction.originalTransactionID, currency, total])
-            } else {
-                _ = try await connection.query("""
-                    WITH credit AS (SELECT user_id, currency, amount FROM consumable_ledger WHERE transaction_id = $1 AND kind = 'credit'),
-                         entry AS (
-                            INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
-                            SELECT user_id, currency, -amount, 'refund', $1 FROM credit
-                            ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
-                            RETURNING user_id, currency, amount)
-                    UPDATE consumable_balances b SET balance = b.balance + entry.amount
-                      FROM entry WHERE b.user_id = entry.user_id AND b.currency = entry.currency
-                    """, [transaction.transactionID])
-            }
+            _ = try await connection.query("""
+                WITH owner AS (SELECT user_id FROM purchase_owners WHERE original_transaction_id = $2),
+                     live AS (SELECT 1 FROM app_store_transactions WHERE transaction_id = $1 AND cancellation_date IS NULL),
+                     entry AS (
+                        INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
+                        SELECT owner.user_id, $3, $4, 'credit', $1 FROM owner, live
+                        ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                        RETURNING user_id, currency, amount)
+                INSERT INTO consumable_balances AS b (user_id, currency, balance)
+                SELECT user_id, currency, amount FROM entry
+                ON CONFLICT (user_id, currency) DO UPDATE SET balance = b.balance + EXCLUDED.balance
+                """, [transaction.transactionID, transaction.originalTransactionID, currency, total])
+            _ = try await connection.query("""
+                WITH credit AS (
+                        SELECT user_id, currency, amount FROM consumable_ledger
+                         WHERE transaction_id = $1 AND kind = 'credit'
+                           AND EXISTS (SELECT 1 FROM app_store_transactions WHERE transaction_id = $1 AND cancellation_date IS NOT NULL)),
+                     entry AS (
+                        INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
+                        SELECT user_id, currency, -amount, 'refund', $1 FROM credit
+                        ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                        RETURNING user_id, currency, amount)
+                UPDATE consumable_balances b SET balance = b.balance + entry.amount
+                  FROM entry WHERE b.user_id = entry.user_id AND b.currency = entry.currency
+                """, [transaction.transactionID])
         }
     }
 
