@@ -12,7 +12,7 @@
 static inline uv_handle_t *cuv_handle(void *h) { return (uv_handle_t *)h; }
 static inline uv_stream_t *cuv_stream(void *h) { return (uv_stream_t *)h; }
 
-/// Sets one integer socket option; returns 0 or -errno.
+/// Sets one integer socket option; returns 0, or -1 with `errno` set.
 static inline int cuv_setsockopt_int(int fd, int level, int name, int value) {
     return setsockopt(fd, level, name, &value, sizeof value) == 0 ? 0 : -1;
 }

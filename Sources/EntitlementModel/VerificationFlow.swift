@@ -2,7 +2,7 @@
 /// repeat a request at once, and what the verification came to. It performs no I/O: the App Store client
 /// carries out each returned `Action` and reports the exchange's `Outcome` back through `received(_:)`.
 ///
-/// Production is asked first; `21007` moves to sandbox and `21008` to production, once per verification (a
+/// `firstEnvironment` (production unless the receipt is known to be sandbox) is asked first; `21007` moves to sandbox and `21008` to production, once per verification (a
 /// second redirect is treated as retryable); `21002` is repeated immediately at most `maxImmediateRetries`
 /// times, then counts as a rejection. Every other answer finishes the verification, classified by
 /// `VerifyStatus`. Retrying later (backoff) is the caller's business: a new flow per attempt.
@@ -31,7 +31,8 @@ public struct VerificationFlow: Sendable {
         case verified(AppStoreResponse, environment: StoreEnvironment)
         /// The receipt is not valid (or belongs to another app, then with no `appleStatus`): grant nothing.
         case rejected(appleStatus: Int?, detail: String)
-        /// Apple says our configuration is wrong (`21004`, `21000`), or the endpoint URL is (HTTP 4xx).
+        /// Apple says our configuration is wrong (`21004`, `21000`), or the endpoint does (an HTTP status other
+        /// than 200 that is not 5xx, 408 or 429).
         case configurationError(appleStatus: Int?, detail: String)
         /// Apple could not answer now; try again later.
         case retryLater(appleStatus: Int?, reason: String)

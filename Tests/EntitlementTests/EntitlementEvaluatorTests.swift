@@ -556,29 +556,15 @@ extension JSONValue {
             environment: .production)
         let report = try evaluate([transaction], renewals: [renewal("1000000123")], at: "2026-11-22T01:20:00Z")
         let document = EntitlementsDocument(userID: "u1", report: report, consumables: ["coins": 100])
-        let example = """
-            {
-              "user_id": "u1",
-              "as_of": "2026-11-22T01:20:00Z",
-              "entitlements": {
-                "premium": {
-                  "active": true,
-                  "source": "app_store",
-                  "product_id": "com.example.premium.monthly",
-                  "product_type": "auto_renewable",
-                  "expires_at": "2026-12-22T01:20:00Z",
-                  "environment": "Production",
-                  "will_renew": true,
-                  "in_grace_period": false,
-                  "in_billing_retry": false,
-                  "ownership": "purchased",
-                  "original_transaction_id": "1000000123"
-                }
-              },
-              "consumables": {"coins": 100}
-            }
-            """
-        #expect(try JSONValue(encoding: document) == JSONValue(json: example))
+        // The example API.md shows, as the served OpenAPI document carries it.
+        let openAPI = try JSONValue(json: OpenAPIDocument.json)
+        guard case .object(let root) = openAPI, case .object(let components)? = root["components"],
+              case .object(let schemas)? = components["schemas"], case .object(let response)? = schemas["EntitlementsResponse"],
+              case .array(let examples)? = response["examples"], let example = examples.first else {
+            Issue.record("the OpenAPI document has no EntitlementsResponse example")
+            return
+        }
+        #expect(try JSONValue(encoding: document) == example)
     }
 
     @Test func lifetimeIsNullAndInactiveCarriesAReason() throws {

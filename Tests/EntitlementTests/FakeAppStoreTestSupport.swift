@@ -45,10 +45,8 @@ final class FakeAppStoreHarness {
     /// An App Store client aimed at this fake, on its own `HTTPClient`.
     func client(secret: String? = nil, bundleID: String? = nil, timeoutMs: Int = 5_000) -> AppStoreClient {
         AppStoreClient(
-            http: HTTPClient(configuration: HTTPClientConfiguration()),
-            settings: AppStoreSettings(
-                productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: secret, bundleID: bundleID,
-                timeoutMs: timeoutMs, connectTimeoutMs: min(timeoutMs, 2_000)))
+            http: HTTPClient(configuration: HTTPClientConfiguration(connectTimeoutMs: min(timeoutMs, 2_000), totalTimeoutMs: timeoutMs)),
+            settings: AppStoreSettings(productionURL: productionURL, sandboxURL: sandboxURL, sharedSecret: secret, bundleID: bundleID))
     }
 
     /// One control (or raw verifyReceipt) request on a fresh connection; returns the status and the body.

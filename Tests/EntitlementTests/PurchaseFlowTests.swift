@@ -111,6 +111,30 @@ struct PurchaseFlowTests {
         await service.stop()
     }
 
+    @Test func transactionsListWhatTheUserOwnsNewestFirst() async throws {
+        let service = try await ServiceHarness.start()
+        let purchase = receipt { r in
+            r.addPurchase("com.example.lifetime", transactionID: "tx-old", purchased: now.addingTimeInterval(-7200))
+            r.addPurchase("com.example.coins.100", transactionID: "tx-new", purchased: now.addingTimeInterval(-60))
+        }
+        #expect(try await service.post(purchase, for: "lister").status == 200)
+        let answer = try await service.request("GET", "/v1/users/lister/transactions")
+        #expect(answer.status == 200)
+        let body = try answer.json()
+        #expect(body["user_id"] as? String == "lister")
+        let transactions = try #require(body["transactions"] as? [[String: Any]])
+        #expect(transactions.map { $0["transaction_id"] as? String } == ["tx-new", "tx-old"])
+        let newest = try #require(transactions.first)
+        #expect(newest["product_id"] as? String == "com.example.coins.100")
+        #expect(newest["original_transaction_id"] as? String == "tx-new")
+        #expect(newest["environment"] as? String == "Production")
+        #expect(newest["original_purchase_date"] is String)
+        #expect(newest["cancellation_date"] is NSNull)
+        #expect(newest["is_in_intro_offer_period"] as? Bool == false)
+        #expect(try await service.request("GET", "/v1/users/nobody/transactions").json()["transactions"] as? [Any] != nil)
+        await service.stop()
+    }
+
     @Test func gracePeriodKeepsAccess() async throws {
         let service = try await ServiceHarness.start()
         let lapsed = receipt { r in

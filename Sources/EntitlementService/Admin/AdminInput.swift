@@ -9,9 +9,7 @@ enum AdminInput {
     /// Free text of 1–`maxLength` characters (Unicode scalars, as JSON Schema counts) that is not blank and holds no control characters (with
     /// `multiline`, line feeds, carriage returns and tabs are allowed).
     static func text(_ value: String, field: String, maxLength: Int, multiline: Bool = false) throws -> String {
-        let allowed: Set<Unicode.Scalar> = multiline ? ["\n", "\r", "\t"] : []
-        guard (1...maxLength).contains(value.unicodeScalars.count), !value.allSatisfy(\.isWhitespace),
-              !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && !allowed.contains($0) }) else {
+        guard InputRules.isText(value, maxLength: maxLength, allowing: multiline ? ["\n", "\r", "\t"] : []) else {
             let lines = multiline ? " (line breaks and tabs allowed)" : ""
             throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) characters, not blank, without control characters\(lines).",
                                           field: field)

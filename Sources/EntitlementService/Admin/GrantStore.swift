@@ -1,7 +1,7 @@
 import EntitlementModel
 import Foundation
 
-/// Grants made and revoked by admins, each change audited in its own transaction.
+/// Grants made and revoked by admins, each change audited in the same transaction as the change.
 ///
 /// Times are kept in whole seconds (floored), so the `created_at` and `revoked_at` a client reads back are
 /// exactly the instants the evaluator uses: asking for the entitlements `at` a grant's `created_at` sees it.

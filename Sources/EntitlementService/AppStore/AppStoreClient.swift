@@ -1,7 +1,7 @@
 import EntitlementModel
 import Foundation
 
-/// Where and how to reach Apple's verifyReceipt.
+/// Where to reach Apple's verifyReceipt and what to send it; the timeouts are the `HTTPClient`'s.
 struct AppStoreSettings: Sendable {
     var productionURL: String
     var sandboxURL: String
@@ -9,25 +9,12 @@ struct AppStoreSettings: Sendable {
     var sharedSecret: String?
     /// A valid receipt of another bundle is rejected.
     var bundleID: String?
-    var timeoutMs: Int
-    var connectTimeoutMs: Int
+}
 
+extension AppStoreSettings {
     init(_ configuration: Configuration) {
-        productionURL = configuration.appleProductionURL
-        sandboxURL = configuration.appleSandboxURL
-        sharedSecret = configuration.appleSharedSecret
-        bundleID = configuration.appleBundleID
-        timeoutMs = configuration.appleTimeoutMs
-        connectTimeoutMs = configuration.appleConnectTimeoutMs
-    }
-
-    init(productionURL: String, sandboxURL: String, sharedSecret: String?, bundleID: String?, timeoutMs: Int, connectTimeoutMs: Int) {
-        self.productionURL = productionURL
-        self.sandboxURL = sandboxURL
-        self.sharedSecret = sharedSecret
-        self.bundleID = bundleID
-        self.timeoutMs = timeoutMs
-        self.connectTimeoutMs = connectTimeoutMs
+        self.init(productionURL: configuration.appleProductionURL, sandboxURL: configuration.appleSandboxURL,
+                  sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID)
     }
 }
 
@@ -49,15 +36,12 @@ final class AppStoreClient: ReceiptVerifier {
 
     func verify(receiptData: String, firstEnvironment: StoreEnvironment) async -> VerificationFlow.Result {
         var flow = VerificationFlow(firstEnvironment: firstEnvironment, expectedBundleID: settings.bundleID)
+        let body = Self.requestBody(receiptData: receiptData, password: settings.sharedSecret)
         var action = flow.start()
-        var environment = firstEnvironment
         while true {
             switch action {
-            case .send(let next):
-                environment = next
-                action = flow.received(await exchange(receiptData: receiptData, environment: environment))
-            case .retrySameEnvironment:
-                action = flow.received(await exchange(receiptData: receiptData, environment: environment))
+            case .send, .retrySameEnvironment:
+                action = flow.received(await exchange(body, environment: flow.environment!))
             case .finish(let result):
                 return result
             }
@@ -65,15 +49,12 @@ final class AppStoreClient: ReceiptVerifier {
     }
 
     /// One request to one environment's endpoint, reduced to what the flow needs.
-    private func exchange(receiptData: String, environment: StoreEnvironment) async -> VerificationFlow.Outcome {
+    private func exchange(_ body: [UInt8], environment: StoreEnvironment) async -> VerificationFlow.Outcome {
         let url = environment == .production ? settings.productionURL : settings.sandboxURL
         let started = EventLoop.shared.now
         let outcome: VerificationFlow.Outcome
         do {
-            let response = try await http.post(
-                url: url, body: Self.requestBody(receiptData: receiptData, password: settings.sharedSecret),
-                headers: [("Content-Type", "application/json"), ("Accept", "application/json")],
-                connectTimeoutMs: settings.connectTimeoutMs, totalTimeoutMs: settings.timeoutMs)
+            let response = try await http.post(url: url, body: body, headers: [("Content-Type", "application/json"), ("Accept", "application/json")])
             if response.status != 200 {
                 outcome = .failed(.httpStatus(response.status))
             } else {

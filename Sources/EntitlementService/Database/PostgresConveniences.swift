@@ -21,12 +21,3 @@ extension PostgresResult {
         return row
     }
 }
-
-extension PostgresPool {
-    /// Sends `statements` in one round trip on one connection (libpq pipeline mode); results in order.
-    func pipeline(_ statements: [(String, [any PostgresEncodable])]) async throws -> [PostgresResult] {
-        try await withConnection { connection in
-            try await connection.pipeline(statements.map { PostgresStatement($0.0, $0.1) })
-        }
-    }
-}

@@ -42,8 +42,7 @@ enum VerifyBenchmark {
             maxConnections: options.count + 16, maxHostConnections: 0,
             connectTimeoutMs: options.timeoutMs, totalTimeoutMs: options.timeoutMs))
         let verifier = AppStoreClient(http: client, settings: AppStoreSettings(
-            productionURL: options.productionURL, sandboxURL: options.sandboxURL, sharedSecret: options.secret,
-            bundleID: nil, timeoutMs: options.timeoutMs, connectTimeoutMs: options.timeoutMs))
+            productionURL: options.productionURL, sandboxURL: options.sandboxURL, sharedSecret: options.secret))
         let receiptData = sampleReceipt(periods: options.periods).receiptData
 
         let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 100_000)

@@ -224,9 +224,7 @@ struct HTTPConnectionStateMachine {
             default:
                 updateTimer(&actions)
             }
-        case .idle:
-            closeNow(&actions)
-        case .linger:
+        case .idle, .linger:
             closeNow(&actions)
         }
         return actions

@@ -4,7 +4,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var host: String
     /// The TCP port; 0 picks a free one (`HTTPServer.start()` returns it).
     public var port: Int
-    /// Connections served at once; beyond this a new connection gets a 503 problem and is closed.
+    /// Connections served at once; beyond this a new connection gets a 503 problem and is closed (while at most
+    /// `HTTPServer.maxRefusedConnections` are being refused; more are closed without an answer).
     public var maxConnections: Int
     /// How long a client may take to send a request head once it connected or began the request, and how
     /// long it may pause while sending a body. A stalled client gets a 408 and is closed.

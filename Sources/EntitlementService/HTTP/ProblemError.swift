@@ -59,6 +59,14 @@ public struct ProblemError: Error, Sendable, Equatable {
 enum HTTPStatus {
     /// The standard reason phrase of `status` (http-parser's table), or a generic one by class.
     static func reasonPhrase(_ status: Int) -> String {
+        phrases.indices.contains(status) ? phrases[status] : phrase(status)
+    }
+
+    /// Every three-digit status's phrase, made once: a response's status line should not cost a C call
+    /// and a string conversion.
+    private static let phrases: [String] = (0..<1000).map(phrase)
+
+    private static func phrase(_ status: Int) -> String {
         if let known = UInt32(exactly: status), let phrase = http_status_str(http_status(rawValue: known)) {
             let text = String(cString: phrase)
             if text != "<unknown>" { return text }

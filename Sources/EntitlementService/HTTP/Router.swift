@@ -54,6 +54,9 @@ public final class Router {
         case suspending(Handler, HTTPRequest, route: String)
     }
 
+    /// The answer to every path no route matches, made once.
+    private static let notFound = ProblemError(status: 404, detail: "No route matches the request path.").response
+
     /// The metrics and log label of requests no route matched.
     public static let unmatchedRoute = "unmatched"
 
@@ -101,7 +104,7 @@ public final class Router {
     func dispatch(_ request: HTTPRequest) -> Dispatch {
         switch match(method: request.method, path: request.path) {
         case .notFound:
-            return .answered(ProblemError(status: 404, detail: "No route matches the request path.").response, route: Self.unmatchedRoute)
+            return .answered(Self.notFound, route: Self.unmatchedRoute)
         case .methodNotAllowed(let route, let allow):
             var response = ProblemError(status: 405, detail: "The path does not support the \(request.method) method.").response
             response.headers.add("Allow", allow.joined(separator: ", "))

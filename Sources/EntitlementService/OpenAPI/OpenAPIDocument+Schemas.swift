@@ -31,7 +31,7 @@ extension OpenAPIDocument {
         "type": "object",
         "required": ["status"],
         "properties": {
-          "status": {"type": "string", "description": "`ok` while serving."}
+          "status": {"type": "string", "description": "`ok` from /healthz, `ready` from /readyz."}
         }
       },
       "StoreEnvironment": {
@@ -191,7 +191,6 @@ extension OpenAPIDocument {
           "transaction_id": {"type": "string"},
           "original_transaction_id": {"type": "string"},
           "product_id": {"type": "string"},
-          "product_type": {"type": ["string", "null"], "enum": ["consumable", "non_consumable", "auto_renewable", "non_renewing", null], "description": "From the catalog; `null` for a product the catalog does not know."},
           "purchase_date": {"type": "string", "format": "date-time"},
           "original_purchase_date": {"type": ["string", "null"], "format": "date-time"},
           "expires_date": {"type": ["string", "null"], "format": "date-time"},

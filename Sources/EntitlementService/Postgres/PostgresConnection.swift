@@ -1,7 +1,9 @@
 import CPostgres
 import Foundation
 
-/// One PostgreSQL connection driven by libpq's asynchronous API on the uv loop; nothing here blocks.
+/// One PostgreSQL connection driven by libpq's asynchronous API on the uv loop; nothing here blocks (host
+/// names are resolved off the loop first; a conninfo listing several hosts is left to libpq, whose own
+/// lookup of those names does block).
 ///
 /// The connection is the I/O shell around `PostgresConnectionStateMachine`: socket readiness and libpq's
 /// answers go into the machine as events, and the connection carries out the actions it returns. Requests

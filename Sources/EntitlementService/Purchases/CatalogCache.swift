@@ -60,7 +60,7 @@ final class CatalogCache {
         return try Catalog(products: products)
     }
 
-    /// Creates or replaces one product (in `connection`'s transaction when given).
+    /// Creates or replaces one product, in `connection`'s transaction.
     static func upsert(_ product: Product, on connection: PostgresConnection) async throws {
         _ = try await connection.query("""
             INSERT INTO products AS p (product_id, type, entitlements, duration, currency, amount, price, price_currency, subscription_group, updated_at)
@@ -72,7 +72,7 @@ final class CatalogCache {
                 type = EXCLUDED.type, entitlements = EXCLUDED.entitlements, duration = EXCLUDED.duration,
                 currency = EXCLUDED.currency, amount = EXCLUDED.amount, price = EXCLUDED.price,
                 price_currency = EXCLUDED.price_currency, subscription_group = EXCLUDED.subscription_group, updated_at = now()
-            """, [PostgresJSON(String(decoding: try JSONEncoder().encode(product), as: UTF8.self))])
+            """, [try PostgresJSON(encoding: product)])
     }
 
     /// Upserts every product of the catalog file at `path` in one transaction (start-up, `PRODUCTS_FILE`).

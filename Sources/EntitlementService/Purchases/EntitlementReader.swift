@@ -11,21 +11,22 @@ struct EntitlementReader {
     /// The body of `GET /v1/users/{user_id}/entitlements` at `at`.
     func document(userID: String, at: Date) async throws -> EntitlementsDocument {
         let catalog = try await catalog.current()
-        let results = try await db.pipeline([
-            ("""
+        // One snapshot for the four reads (a recording committing in between cannot show half), in one round trip.
+        let results = try await db.transaction([
+            PostgresStatement("""
              SELECT \(TransactionRows.columns)
                FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
               WHERE o.user_id = $1
              """, [userID]),
-            ("""
+            PostgresStatement("""
              SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
                     s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
                FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
               WHERE o.user_id = $1
              """, [userID]),
-            ("SELECT grant_id::text AS grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
-            ("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
-        ])
+            PostgresStatement("SELECT grant_id::text AS grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
+            PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
+        ], isolation: .repeatableRead)
         let transactions = try results[0].rows.map(TransactionRows.owned)
         let renewals = try results[1].rows.map { row in
             RenewalInfo(

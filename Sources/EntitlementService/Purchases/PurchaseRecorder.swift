@@ -111,7 +111,7 @@ struct PurchaseRecorder {
             for row in try await connection.query("""
                 SELECT app_account_token::text AS token, user_id FROM orders
                  WHERE app_account_token::text IN (SELECT jsonb_array_elements_text($1::jsonb))
-                """, [PostgresJSON(try JSONEncoder().encode(Array(tokens)))]).rows {
+                """, [try PostgresJSON(encoding: Array(tokens))]).rows {
                 orderUsers[try row.string("token")] = try row.string("user_id")
             }
         }
@@ -133,13 +133,13 @@ struct PurchaseRecorder {
             INSERT INTO purchase_owners (original_transaction_id, user_id)
             SELECT x.original_transaction_id, x.user_id FROM jsonb_to_recordset($1::jsonb) AS x(original_transaction_id text, user_id text)
             ON CONFLICT (original_transaction_id) DO NOTHING
-            """, [PostgresJSON(try JSONEncoder().encode(claims))])
+            """, [try PostgresJSON(encoding: claims)])
         let owners = try await connection.query("""
             SELECT original_transaction_id, user_id FROM purchase_owners
              WHERE original_transaction_id IN (SELECT jsonb_array_elements_text($1::jsonb))
              ORDER BY original_transaction_id
              FOR UPDATE
-            """, [PostgresJSON(try JSONEncoder().encode(purchases.keys.sorted()))])
+            """, [try PostgresJSON(encoding: purchases.keys.sorted())])
 
         var transferredFrom: [String] = []
         for row in owners.rows {
@@ -194,7 +194,7 @@ struct PurchaseRecorder {
                 "next_refresh_at": next.map(PostgresTimestamp.format),
             ])
         }
-        let json = PostgresJSON(try JSONEncoder().encode(rows))
+        let json = try PostgresJSON(encoding: rows)
         _ = try await connection.query("""
             INSERT INTO subscriptions AS s (original_transaction_id, product_id, latest_expires_date, latest_receipt, environment, next_refresh_at)
             SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $2, $3, x.next_refresh_at

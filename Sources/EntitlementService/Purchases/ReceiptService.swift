@@ -133,7 +133,7 @@ final class ReceiptService {
             _ = try await db.query("""
                 UPDATE receipt_submissions SET claimed_until = NULL
                  WHERE verification_id::text IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status IN ('pending', 'failed')
-                """, [PostgresJSON(String(decoding: try JSONEncoder().encode(ids), as: UTF8.self))])
+                """, [try PostgresJSON(encoding: ids)])
             Log.info("claims_released", ["count": ids.count])
         } catch {
             Log.warning("claims_not_released", ["error": String(describing: error)])

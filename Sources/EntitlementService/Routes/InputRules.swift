@@ -5,11 +5,17 @@ enum InputRules {
     /// User ids are 1–128 printable characters (no control characters, not only spaces). Characters are
     /// counted as Unicode scalars, as JSON Schema's `maxLength` counts them.
     static func userID(_ value: String, field: String = "user_id") throws -> String {
-        guard (1...128).contains(value.unicodeScalars.count), value.unicodeScalars.allSatisfy({ $0.properties.generalCategory != .control }),
-              !value.allSatisfy(\.isWhitespace) else {
+        guard isText(value, maxLength: 128) else {
             throw ProblemError.badRequest("'\(field)' must be 1 to 128 printable characters.", field: field)
         }
         return value
+    }
+
+    /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank, and no control
+    /// characters but the `allowed` ones.
+    static func isText(_ value: String, maxLength: Int, allowing allowed: Set<Unicode.Scalar> = []) -> Bool {
+        (1...maxLength).contains(value.unicodeScalars.count) && !value.allSatisfy(\.isWhitespace)
+            && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 
     /// A UUID in its canonical text form, lowercased.

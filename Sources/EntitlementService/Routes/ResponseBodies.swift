@@ -74,9 +74,11 @@ struct TransactionBody: Encodable {
 
     enum CodingKeys: String, CodingKey {
         case transactionID = "transaction_id", originalTransactionID = "original_transaction_id", productID = "product_id"
-        case environment, purchaseDate = "purchase_date", expiresDate = "expires_date", cancellationDate = "cancellation_date"
-        case isUpgraded = "is_upgraded", isTrialPeriod = "is_trial_period", ownership, quantity
-        case appAccountToken = "app_account_token"
+        case environment, purchaseDate = "purchase_date", originalPurchaseDate = "original_purchase_date", expiresDate = "expires_date"
+        case cancellationDate = "cancellation_date", cancellationReason = "cancellation_reason"
+        case isUpgraded = "is_upgraded", isTrialPeriod = "is_trial_period", isInIntroOfferPeriod = "is_in_intro_offer_period"
+        case ownership, quantity, webOrderLineItemID = "web_order_line_item_id"
+        case subscriptionGroupIdentifier = "subscription_group_identifier", appAccountToken = "app_account_token"
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -87,12 +89,17 @@ struct TransactionBody: Encodable {
         try container.encode(t.productID, forKey: .productID)
         try container.encode(owned.environment.rawValue, forKey: .environment)
         try container.encode(t.purchaseDate, forKey: .purchaseDate)
+        try container.encode(t.originalPurchaseDate, forKey: .originalPurchaseDate)
         try container.encode(t.expiresDate, forKey: .expiresDate)
         try container.encode(t.cancellationDate, forKey: .cancellationDate)
+        try container.encode(t.cancellationReason, forKey: .cancellationReason)
         try container.encode(t.isUpgraded, forKey: .isUpgraded)
         try container.encode(t.isTrialPeriod, forKey: .isTrialPeriod)
+        try container.encode(t.isInIntroOfferPeriod, forKey: .isInIntroOfferPeriod)
         try container.encode(t.ownership.rawValue, forKey: .ownership)
         try container.encode(t.quantity, forKey: .quantity)
+        try container.encode(t.webOrderLineItemID, forKey: .webOrderLineItemID)
+        try container.encode(t.subscriptionGroupIdentifier, forKey: .subscriptionGroupIdentifier)
         try container.encodeIfPresent(t.appAccountToken, forKey: .appAccountToken)
     }
 }
