@@ -1,10 +1,14 @@
 import Foundation
 
-extension Decodable {
-    /// Decodes `jsonData` as `Self`, turning any failure into an `AppStoreDecodingError` that names the field.
-    static func decodedAppStorePayload(_ jsonData: Data) throws(AppStoreDecodingError) -> Self {
+/// A JSON body from Apple (a verifyReceipt answer, a notification, a verified signed payload) decoded leniently,
+/// whose failures name the offending field.
+public protocol AppStoreDecodable: Decodable {}
+
+extension AppStoreDecodable {
+    /// Decodes `jsonData`, turning any failure into an `AppStoreDecodingError` that names the field.
+    public init(jsonData: Data) throws(AppStoreDecodingError) {
         do {
-            return try JSONDecoder().decode(Self.self, from: jsonData)
+            self = try JSONDecoder().decode(Self.self, from: jsonData)
         } catch {
             throw AppStoreDecodingError(error)
         }

@@ -2,29 +2,24 @@ import Foundation
 
 /// The payload of an App Store Server Notification V2 (`signedPayload`, once its signature is verified): what
 /// happened, to which app, and the still-signed transaction and renewal info it concerns.
-public struct AppStoreNotificationV2: Decodable, Sendable, Hashable {
+public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
     /// `SUBSCRIBED`, `DID_RENEW`, `REFUND`, `TEST`…, as Apple wrote it.
     public var notificationType: String
     /// `INITIAL_BUY`, `AUTO_RENEW_DISABLED`…, when the type has one.
     public var subtype: String?
     /// Apple's id of the notification; a retried notification keeps it.
     public var notificationUUID: String?
-    /// `data.bundleId`: the app the notification is for.
+    /// `data.bundleId` (`summary.bundleId` for summary notifications): the app the notification is for.
     public var bundleID: String?
-    /// `data.environment` (`nil` for Apple's `Xcode` and `LocalTesting`).
+    /// `data.environment` or `summary.environment` (`nil` for Apple's `Xcode` and `LocalTesting`).
     public var environment: StoreEnvironment?
     /// `data.signedTransactionInfo`: a JWS whose payload decodes as `AppStoreTransactionV2`.
     public var signedTransactionInfo: String?
     /// `data.signedRenewalInfo`: a JWS whose payload decodes as `AppStoreRenewalInfoV2`.
     public var signedRenewalInfo: String?
 
-    /// Decodes a verified payload, turning any failure into an `AppStoreDecodingError` that names the field.
-    public init(jsonData: Data) throws(AppStoreDecodingError) {
-        self = try .decodedAppStorePayload(jsonData)
-    }
-
     private enum CodingKeys: String, CodingKey {
-        case notificationType, subtype, notificationUUID, data
+        case notificationType, subtype, notificationUUID, data, summary
     }
 
     private enum DataKeys: String, CodingKey {
@@ -37,9 +32,9 @@ public struct AppStoreNotificationV2: Decodable, Sendable, Hashable {
         notificationType = try container.appleRequiredString(.notificationType)
         subtype = try container.appleString(.subtype)
         notificationUUID = try container.appleString(.notificationUUID)
-        // Summary notifications (RENEWAL_EXTENSION/SUMMARY) carry `summary` instead of `data`.
-        guard container.contains(.data) else { return }
-        let data = try container.nestedContainer(keyedBy: DataKeys.self, forKey: .data)
+        // Summary notifications (RENEWAL_EXTENSION/SUMMARY) carry `summary`, with no transaction, instead of `data`.
+        guard let part = [CodingKeys.data, .summary].first(where: container.contains) else { return }
+        let data = try container.nestedContainer(keyedBy: DataKeys.self, forKey: part)
         bundleID = try data.appleString(.bundleId)
         environment = try data.appleEnvironment(.environment)
         signedTransactionInfo = try data.appleString(.signedTransactionInfo)

@@ -1,16 +1,11 @@
 import Foundation
 
 /// The payload of signed renewal info (`JWSRenewalInfoDecodedPayload`) mapped into the domain's `RenewalInfo`.
-public struct AppStoreRenewalInfoV2: Decodable, Sendable, Hashable {
+public struct AppStoreRenewalInfoV2: AppStoreDecodable, Sendable, Hashable {
     /// The renewal state as the service records it.
     public var renewal: RenewalInfo
     /// `environment` (`nil` for Apple's `Xcode` and `LocalTesting`).
     public var environment: StoreEnvironment?
-
-    /// Decodes a verified payload, turning any failure into an `AppStoreDecodingError` that names the field.
-    public init(jsonData: Data) throws(AppStoreDecodingError) {
-        self = try .decodedAppStorePayload(jsonData)
-    }
 
     private enum CodingKeys: String, CodingKey {
         case originalTransactionId, productId, autoRenewProductId, autoRenewStatus, expirationIntent

@@ -2,7 +2,7 @@ import Foundation
 
 /// The payload of a signed transaction (`JWSTransactionDecodedPayload`) mapped into the domain's
 /// `StoreTransaction`, with the fields that say where it belongs.
-public struct AppStoreTransactionV2: Decodable, Sendable, Hashable {
+public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
     /// The transaction as the service records it.
     public var transaction: StoreTransaction
     /// `bundleId`: the app the transaction is for.
@@ -11,11 +11,6 @@ public struct AppStoreTransactionV2: Decodable, Sendable, Hashable {
     public var environment: StoreEnvironment?
     /// `type`: `Auto-Renewable Subscription`, `Consumable`…, as Apple wrote it (the catalog decides what counts).
     public var productType: String?
-
-    /// Decodes a verified payload, turning any failure into an `AppStoreDecodingError` that names the field.
-    public init(jsonData: Data) throws(AppStoreDecodingError) {
-        self = try .decodedAppStorePayload(jsonData)
-    }
 
     private enum CodingKeys: String, CodingKey {
         case transactionId, originalTransactionId, productId, purchaseDate, originalPurchaseDate, expiresDate

@@ -161,7 +161,7 @@ import X509
         #expect(consumption.notificationType == "CONSUMPTION_REQUEST")
         let summary = try AppStoreNotificationV2(jsonData: Fixtures.data("decoded_notification_v2_renewal_extension_summary_applelib.json"))
         #expect(summary.subtype == "SUMMARY")
-        #expect(summary.bundleID == nil && summary.signedTransactionInfo == nil)
+        #expect(summary.bundleID == "com.example" && summary.signedTransactionInfo == nil)
     }
 
     @Test func anUndecodablePayloadNamesItsField() {
