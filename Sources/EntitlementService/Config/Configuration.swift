@@ -122,9 +122,7 @@ private struct EnvironmentReader {
             }
             do {
                 if let text = String(data: bytes, encoding: .utf8), text.contains("-----BEGIN") {
-                    let documents = try PEMDocument.parseMultiple(pemString: text)
-                    guard !documents.isEmpty else { throw ConfigurationError(variable: name, problem: "'\(path)' holds no certificate") }
-                    certificates += try documents.map { try Certificate(pemDocument: $0) }
+                    certificates += try PEMDocument.parseMultiple(pemString: text).map { try Certificate(pemDocument: $0) }
                 } else {
                     certificates.append(try Certificate(derEncoded: Array(bytes)))
                 }
