@@ -6,6 +6,11 @@ let package = Package(
     products: [
         .executable(name: "entitlement-service", targets: ["EntitlementService"]),
     ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
+    ],
     targets: [
         .systemLibrary(
             name: "CUV",
@@ -25,7 +30,12 @@ let package = Package(
         .target(name: "EntitlementModel"),
         .executableTarget(
             name: "EntitlementService",
-            dependencies: ["CUV", "CPostgres", "CCurl", "EntitlementModel"],
+            dependencies: [
+                "CUV", "CPostgres", "CCurl", "EntitlementModel",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
             swiftSettings: [
                 // Release builds keep the compile-time exclusivity checks but drop the run-time ones, which
                 // cost ~5 % of the request path (a thread-local access set per class property access).
@@ -35,7 +45,12 @@ let package = Package(
         ),
         .testTarget(
             name: "EntitlementTests",
-            dependencies: ["EntitlementService", "EntitlementModel"]
+            dependencies: [
+                "EntitlementService", "EntitlementModel",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

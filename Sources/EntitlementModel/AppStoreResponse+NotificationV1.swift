@@ -3,7 +3,7 @@ import Foundation
 /// The parts of an App Store Server Notification V1 body that carry purchase state: its type, the shared
 /// secret Apple echoes in `password`, and the `unified_receipt` (shaped like a verifyReceipt answer; older
 /// notifications put `latest_receipt_info` at the top level instead, often as one iOS 6 style object).
-public struct AppStoreNotificationV1: Decodable, Sendable, Hashable {
+public struct AppStoreNotificationV1: AppStoreDecodable, Sendable, Hashable {
     /// `INITIAL_BUY`, `DID_RENEW`, `CANCEL`, `DID_CHANGE_RENEWAL_STATUS`…, as Apple wrote it.
     public var notificationType: String
     /// The shared secret Apple sends back: compare it with the configured one, never log it.
@@ -16,15 +16,6 @@ public struct AppStoreNotificationV1: Decodable, Sendable, Hashable {
     public var environment: StoreEnvironment? { contents.environment }
     /// The newest base64 receipt of the subscription.
     public var latestReceipt: String? { contents.latestReceipt }
-
-    /// Decodes a notification body, turning any failure into an `AppStoreDecodingError` that names the field.
-    public init(jsonData: Data) throws(AppStoreDecodingError) {
-        do {
-            self = try JSONDecoder().decode(AppStoreNotificationV1.self, from: jsonData)
-        } catch {
-            throw AppStoreDecodingError(error)
-        }
-    }
 
     private enum CodingKeys: String, CodingKey {
         case notificationType = "notification_type"

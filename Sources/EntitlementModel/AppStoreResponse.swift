@@ -6,7 +6,7 @@ import Foundation
 /// Decoding is lenient about how values are typed (numbers and booleans as strings or not, dates as strings of
 /// possibly fractional milliseconds) and ignores fields it does not know; every field Apple may omit is optional.
 /// A value that is present but cannot mean what its field needs makes decoding fail with the field's path.
-public struct AppStoreResponse: Decodable, Sendable, Hashable {
+public struct AppStoreResponse: AppStoreDecodable, Sendable, Hashable {
     /// Apple's status code: `0` valid, `21006` valid but the subscription expired, `21000`–`21199` errors.
     public var status: Int
     /// `is-retryable` (also spelled `is_retryable`), sent with the `21100`–`21199` internal errors.
@@ -27,15 +27,6 @@ public struct AppStoreResponse: Decodable, Sendable, Hashable {
     public var latestReceipt: String? { contents.latestReceipt }
     /// The app the receipt belongs to (`bundle_id`, or `bid` in iOS 6 receipts).
     public var bundleID: String? { contents.receipt?.bundleID }
-
-    /// Decodes a response body, turning any failure into an `AppStoreDecodingError` that names the field.
-    public init(jsonData: Data) throws(AppStoreDecodingError) {
-        do {
-            self = try JSONDecoder().decode(AppStoreResponse.self, from: jsonData)
-        } catch {
-            throw AppStoreDecodingError(error)
-        }
-    }
 
     private enum CodingKeys: String, CodingKey {
         case status

@@ -1,4 +1,6 @@
+import Foundation
 import Testing
+import X509
 @testable import EntitlementService
 
 @Suite struct ConfigurationTests {
@@ -14,6 +16,18 @@ import Testing
         #expect(config.retryBaseMs == 5_000)
         #expect(config.retryMaxMs == 600_000)
         #expect(config.apiKeys.isEmpty && config.adminAPIKeys.isEmpty)
+        #expect(config.appleRootCertificates == [AppleRootCertificate.g3])
+    }
+
+    @Test func rootCertificatesComeFromDERAndPEMFiles() throws {
+        let der = Fixtures.directory.appendingPathComponent("cert_applelib_test_root_ca.der").path
+        let testRoot = try Certificate(derEncoded: Array(Fixtures.data("cert_applelib_test_root_ca.der")))
+        let pem = FileManager.default.temporaryDirectory.appendingPathComponent("roots-\(UUID().uuidString).pem")
+        defer { try? FileManager.default.removeItem(at: pem) }
+        let pemText = try [AppleRootCertificate.g3, testRoot].map { try $0.serializeAsPEM().pemString }.joined(separator: "\n")
+        try Data(pemText.utf8).write(to: pem)
+        let config = try Configuration(environment: ["APPLE_ROOT_CERTIFICATES": "\(der), \(pem.path)"])
+        #expect(config.appleRootCertificates == [testRoot, AppleRootCertificate.g3, testRoot])
     }
 
     @Test func readsEveryVariable() throws {
@@ -36,6 +50,9 @@ import Testing
         ("PORT", "eighty", "PORT"), ("PORT", "70000", "PORT"), ("DATABASE_POOL_SIZE", "0", "DATABASE_POOL_SIZE"),
         ("RESTORE_POLICY", "share", "RESTORE_POLICY"), ("APPLE_TIMEOUT_MS", "-1", "APPLE_TIMEOUT_MS"),
         ("APPLE_VERIFY_URL_SANDBOX", "ftp://x", "APPLE_VERIFY_URL_SANDBOX"), ("RETRY_MAX_MS", "10", "RETRY_MAX_MS"),
+        ("APPLE_ROOT_CERTIFICATES", "/nonexistent/root.der", "APPLE_ROOT_CERTIFICATES"),
+        ("APPLE_ROOT_CERTIFICATES", Fixtures.directory.appendingPathComponent("SOURCES.md").path, "APPLE_ROOT_CERTIFICATES"),
+        ("APPLE_ROOT_CERTIFICATES", ",", "APPLE_ROOT_CERTIFICATES"),
     ])
     func badValuesNameTheVariable(variable: String, value: String, named: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import EntitlementService
 
-/// App Store Server Notifications (version 1) through the real service.
+/// App Store Server Notifications (version 1 and signed version 2) through the real service.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 @Loop
 struct NotificationTests {
@@ -19,6 +19,67 @@ struct NotificationTests {
             "unified_receipt": .object(unified),
         ]
         return body.jsonText
+    }
+
+    /// A V2 notification of `type` for `transaction`, signed (with its transaction info) by `chain`.
+    private func signedNotification(_ type: String, _ transaction: StoreTransaction, chain: TestSigningChain) throws -> String {
+        let ms = { (date: Date) in (date.timeIntervalSince1970 * 1000).rounded() }
+        var info: [String: Any] = [
+            "transactionId": transaction.transactionID, "originalTransactionId": transaction.originalTransactionID,
+            "productId": transaction.productID, "purchaseDate": ms(transaction.purchaseDate), "bundleId": ServiceHarness.bundleID,
+            "environment": "Production", "type": "Auto-Renewable Subscription", "inAppOwnershipType": "PURCHASED", "quantity": 1,
+            "signedDate": ms(now),
+        ]
+        info["expiresDate"] = transaction.expiresDate.map(ms)
+        info["revocationDate"] = transaction.cancellationDate.map(ms)
+        info["revocationReason"] = transaction.cancellationReason.flatMap { Int($0) }
+        let payload: [String: Any] = [
+            "notificationType": type, "notificationUUID": UUID().uuidString, "version": "2.0", "signedDate": ms(now),
+            "data": ["bundleId": ServiceHarness.bundleID, "environment": "Production", "signedTransactionInfo": try chain.sign(info)],
+        ]
+        return String(decoding: try JSONSerialization.data(withJSONObject: ["signedPayload": try chain.sign(payload)]), as: UTF8.self)
+    }
+
+    @Test func aSignedRefundEndsAccessAndOneFromAnUntrustedChainChangesNothing() async throws {
+        let chain = try TestSigningChain()
+        let rootFile = try chain.writeRoot()
+        defer { try? FileManager.default.removeItem(atPath: rootFile) }
+        let service = try await ServiceHarness.start(["APPLE_ROOT_CERTIFICATES": rootFile])
+        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+        let bought = receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "v2-1", start: now.addingTimeInterval(-86_400),
+                                             period: try ISODuration(parsing: "P1M"))
+        #expect(try await service.post(receipt, for: "signed-user").status == 200)
+        var refunded = try #require(bought.first)
+        refunded.cancellationDate = now.addingTimeInterval(-5)
+        refunded.cancellationReason = "0"
+
+        let forged = try await service.request("POST", "/v1/notifications/app-store",
+                                               json: signedNotification("REFUND", refunded, chain: TestSigningChain(name: "Untrusted")), key: nil)
+        #expect(forged.status == 401, "\(forged.text)")
+        #expect(try forged.json()["field"] as? String == "signedPayload")
+        #expect(try await service.entitlements("signed-user").entitlement("premium")?["active"] as? Bool == true)
+
+        let refund = try await service.request("POST", "/v1/notifications/app-store", json: signedNotification("REFUND", refunded, chain: chain), key: nil)
+        #expect(refund.status == 200, "\(refund.text)")
+        #expect(try refund.json()["status"] as? String == "received")
+        let premium = try #require(try await service.entitlements("signed-user").entitlement("premium"))
+        #expect(premium["active"] as? Bool == false)
+        #expect(premium["inactive_reason"] as? String == "refunded")
+        await service.stop()
+    }
+
+    @Test func signedNotificationsOfAnotherAppOrWithoutAChainAreRefused() async throws {
+        let service = try await ServiceHarness.start([
+            "APPLE_ROOT_CERTIFICATES": Fixtures.directory.appendingPathComponent("cert_applelib_test_root_ca.der").path,
+            "APPLE_BUNDLE_ID": "com.example",
+        ])
+        for (name, status) in [("mock_jws_notification_test_applelib.jws", 200), ("mock_jws_notification_wrong_bundle_applelib.jws", 422),
+                               ("mock_jws_notification_missing_x5c_applelib.jws", 401)] {
+            let jws = String(decoding: try Fixtures.data(name), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let answer = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "\#(jws)"}"#, key: nil)
+            #expect(answer.status == status, "\(name): \(answer.text)")
+        }
+        await service.stop()
     }
 
     @Test func aRefundNotificationEndsAccessAtOnce() async throws {
@@ -46,8 +107,11 @@ struct NotificationTests {
         let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)
         #expect(forged.status == 401)
         #expect(!forged.text.contains(ServiceHarness.sharedSecret))
-        let signed = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
-        #expect(signed.status == 422)
+        let unsigned = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
+        #expect(unsigned.status == 401)
+        #expect(try unsigned.json()["field"] as? String == "signedPayload")
+        let notText = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": 5}"#, key: nil)
+        #expect(notText.status == 400)
         let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
         #expect(junk.status == 400)
         await service.stop()

@@ -1,4 +1,6 @@
 import Foundation
+import SwiftASN1
+import X509
 
 /// What the process does with purchases that another user posts.
 public enum RestorePolicy: String, Sendable {
@@ -24,6 +26,8 @@ public struct Configuration: Sendable {
     public var appleConnectTimeoutMs: Int
     /// CA bundle file trusted for the App Store's TLS; loaded once and cached by libcurl.
     public var appleCABundle: String
+    /// Trust anchors for signed (version 2) notifications, read once at start-up; Apple Root CA - G3 by default.
+    public var appleRootCertificates: [Certificate]
     public var apiKeys: [String]
     public var adminAPIKeys: [String]
     public var productsFile: String?
@@ -50,6 +54,7 @@ public struct Configuration: Sendable {
         appleTimeoutMs = try reader.int("APPLE_TIMEOUT_MS", default: 10_000, in: 1...600_000)
         appleConnectTimeoutMs = try reader.int("APPLE_CONNECT_TIMEOUT_MS", default: min(3_000, appleTimeoutMs), in: 1...600_000)
         appleCABundle = reader.string("APPLE_CA_BUNDLE") ?? "/etc/ssl/certs/ca-certificates.crt"
+        appleRootCertificates = try reader.certificates("APPLE_ROOT_CERTIFICATES") ?? [AppleRootCertificate.g3]
         apiKeys = try reader.keys("API_KEYS")
         adminAPIKeys = try reader.keys("ADMIN_API_KEYS")
         productsFile = reader.string("PRODUCTS_FILE")
@@ -105,6 +110,28 @@ private struct EnvironmentReader {
             throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL, got '\(raw)'")
         }
         return raw
+    }
+
+    /// Certificates from a comma-separated list of DER or PEM files (a PEM file may hold several); nil when unset.
+    func certificates(_ name: String) throws(ConfigurationError) -> [Certificate]? {
+        guard let raw = string(name) else { return nil }
+        var certificates: [Certificate] = []
+        for path in raw.split(separator: ",").map({ $0.trimmingCharacters(in: .whitespaces) }) where !path.isEmpty {
+            guard let bytes = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(variable: name, problem: "names '\(path)', which cannot be read")
+            }
+            do {
+                if let text = String(data: bytes, encoding: .utf8), text.contains("-----BEGIN") {
+                    certificates += try PEMDocument.parseMultiple(pemString: text).map { try Certificate(pemDocument: $0) }
+                } else {
+                    certificates.append(try Certificate(derEncoded: Array(bytes)))
+                }
+            } catch {
+                throw ConfigurationError(variable: name, problem: "names '\(path)', which is not a DER or PEM X.509 certificate")
+            }
+        }
+        guard !certificates.isEmpty else { throw ConfigurationError(variable: name, problem: "names no certificate file") }
+        return certificates
     }
 
     /// A comma-separated key list. The keys themselves are never echoed in an error.

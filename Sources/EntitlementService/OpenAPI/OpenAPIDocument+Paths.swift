@@ -394,7 +394,7 @@ extension OpenAPIDocument {
           "operationId": "receiveAppStoreNotification",
           "tags": ["notifications"],
           "summary": "App Store Server Notifications, posted by Apple.",
-          "description": "Apple sends no bearer key: a version 1 notification is checked by its `password` (the shared secret) and its `unified_receipt` is recorded for purchases that have an owner. Version 2 (`signedPayload`) is answered 422 until its signature chain is verified. Any answer but 200 makes Apple retry later.",
+          "description": "Apple sends no bearer key: a version 1 notification is checked by its `password` (the shared secret) and its `unified_receipt` is recorded for purchases that have an owner. A version 2 notification (`signedPayload`) must be an ES256 JWS whose `x5c` chain leads to a trusted root (Apple Root CA - G3, or those of `APPLE_ROOT_CERTIFICATES`), checked at its `signedDate`; its signed transaction and renewal info are verified the same way and recorded for purchases that have an owner, and its `bundleId` must be `APPLE_BUNDLE_ID` when that is configured. Notifications without a transaction (`TEST`, summaries) are acknowledged. Any answer but 200 makes Apple retry later.",
           "security": [],
           "requestBody": {
             "required": true,
@@ -404,12 +404,12 @@ extension OpenAPIDocument {
             "200": {"description": "Processed (or acknowledged and ignored)."},
             "400": {"$ref": "#/components/responses/BadRequest"},
             "401": {
-              "description": "The `password` is not the shared secret, or the signed payload does not verify.",
+              "description": "The `password` is not the shared secret, or the signed payload (or its signed transaction or renewal info) does not verify against a trusted root (`field`: `signedPayload`).",
               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
             },
             "413": {"$ref": "#/components/responses/PayloadTooLarge"},
             "422": {
-              "description": "A version 2 (signed) notification: not accepted yet.",
+              "description": "A version 2 notification whose signed payload verifies but does not decode, or is for another app's bundle id (`field`: `signedPayload`).",
               "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
             },
             "503": {"$ref": "#/components/responses/Unavailable"}
