@@ -30,6 +30,11 @@ struct PurchaseRecorder {
     /// Who posted, and under which submission (nil for the renewal refresher's re-verifications).
     struct Context: Sendable {
         var poster: String
+        /// True for a user's own post: the restore policy may move purchases to the poster (or refuse with a
+        /// conflict). False for Apple's reports (notifications, renewal refreshes), recorded for whoever owns
+        /// each purchase when the transaction runs: a transfer that committed since the owner was looked up
+        /// stands.
+        var movesOwnership: Bool
         var actor: String
         var verificationID: String?
         var orderID: String?
@@ -134,6 +139,7 @@ struct PurchaseRecorder {
             SELECT x.original_transaction_id, x.user_id FROM jsonb_to_recordset($1::jsonb) AS x(original_transaction_id text, user_id text)
             ON CONFLICT (original_transaction_id) DO NOTHING
             """, [try PostgresJSON(encoding: claims)])
+        guard context.movesOwnership else { return [] }
         let owners = try await connection.query("""
             SELECT original_transaction_id, user_id FROM purchase_owners
              WHERE original_transaction_id IN (SELECT jsonb_array_elements_text($1::jsonb))

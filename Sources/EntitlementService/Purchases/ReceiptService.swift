@@ -84,7 +84,7 @@ final class ReceiptService {
                 do {
                     let recorded = try await recorder.record(
                         response, environment: environment, catalog: try await catalog.current(),
-                        context: .init(poster: userID, actor: actor, verificationID: id, orderID: orderID))
+                        context: .init(poster: userID, movesOwnership: true, actor: actor, verificationID: id, orderID: orderID))
                     Log.info("receipt_verified", ["verification_id": id, "user_id": userID, "environment": environment.rawValue,
                                                   "apple_status": response.status, "new_transactions": recorded.newTransactions])
                     return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)

@@ -45,7 +45,7 @@ enum RenewalRefresher {
             case .verified(let response, let answered):
                 _ = try await service.recorder.record(
                     response, environment: answered, catalog: try await service.catalog.current(),
-                    context: .init(poster: owner, actor: "renewal-refresher", verificationID: nil, orderID: nil))
+                    context: .init(poster: owner, movesOwnership: false, actor: "renewal-refresher", verificationID: nil, orderID: nil))
                 Log.info("subscription_refreshed", ["original_transaction_id": id, "environment": answered.rawValue])
             case .rejected(let status, let detail):
                 _ = try await service.db.query(

@@ -128,7 +128,7 @@ struct NotificationRoutes {
             _ = try await recorder.record(
                 transactions: owned, renewals: renewals.filter { chains.contains($0.originalTransactionID) },
                 latestReceipt: latestReceipt, appleStatus: appleStatus, environment: environment, catalog: current,
-                context: .init(poster: owner, actor: "app-store-notification", verificationID: nil, orderID: nil))
+                context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", verificationID: nil, orderID: nil))
         }
         return owners.count
     }
