@@ -114,10 +114,12 @@ import Testing
 
     @Test func gracefulShutdownFinishesTheInFlightRequest() async throws {
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
+        let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
         let server = try await HTTPTestServer.start { router in
             router.get("/gate") { _ in
                 enteredContinuation.yield()
-                await LoopTimer.sleep(milliseconds: 300)
+                // Held until the test has seen the shutdown begin: no sleep stands in for the ordering.
+                for await _ in release { break }
                 return .json(["finished": true])
             }
         }
@@ -137,15 +139,20 @@ import Testing
         }
         var iterator = entered.makeAsyncIterator()
         await iterator.next()
-        let shutdownStart = RawHTTPClient.now()
-        await server.shutdown()
-        let shutdownTook = RawHTTPClient.now() - shutdownStart
+        let shutdown = Task { await server.shutdown() }
+        while !(await Task { @Loop in server.server.isShuttingDown }.value) {
+            await Task.yield()
+        }
+        // The idle connection is closed while the in-flight request is still held.
+        #expect(try await offLoop { try idle.waitForClose(timeout: 5) })
+        releaseContinuation.yield()
+        releaseContinuation.finish()
         let response = try await inFlight.value
+        await shutdown.value
         #expect(response.status == 200)
         #expect(response.text == #"{"finished":true}"#)
         #expect(response.headers["Connection"] == "close")
-        #expect(shutdownTook >= 0.2)
-        #expect(try await offLoop { try idle.waitForClose(timeout: 0) })
+        #expect(await Task { @Loop in server.server.isShuttingDown }.value)
         await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: port) } }
     }
 
