@@ -22,34 +22,34 @@ struct NotificationTests {
     }
 
     @Test func aRefundNotificationEndsAccessAtOnce() async throws {
-        let service = try await ServiceHarness.start()
-        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
-        receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "n-1", start: now.addingTimeInterval(-86_400),
-                                period: try ISODuration(parsing: "P1M"))
-        #expect(try await service.post(receipt, for: "notified-user").status == 200)
-        #expect(try await service.entitlements("notified-user").entitlement("premium")?["active"] as? Bool == true)
+        try await ServiceHarness.run() { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "n-1", start: now.addingTimeInterval(-86_400),
+                                    period: try ISODuration(parsing: "P1M"))
+            #expect(try await service.post(receipt, for: "notified-user").status == 200)
+            #expect(try await service.entitlements("notified-user").entitlement("premium")?["active"] as? Bool == true)
 
-        receipt.cancel(transactionID: "n-1", at: now.addingTimeInterval(-5))
-        let refund = notification("REFUND", receipt, password: ServiceHarness.sharedSecret)
-        let answer = try await service.request("POST", "/v1/notifications/app-store", json: refund, key: nil)
-        #expect(answer.status == 200, "\(answer.text)")
-        let premium = try #require(try await service.entitlements("notified-user").entitlement("premium"))
-        #expect(premium["active"] as? Bool == false)
-        #expect(premium["inactive_reason"] as? String == "refunded")
-        await service.stop()
+            receipt.cancel(transactionID: "n-1", at: now.addingTimeInterval(-5))
+            let refund = notification("REFUND", receipt, password: ServiceHarness.sharedSecret)
+            let answer = try await service.request("POST", "/v1/notifications/app-store", json: refund, key: nil)
+            #expect(answer.status == 200, "\(answer.text)")
+            let premium = try #require(try await service.entitlements("notified-user").entitlement("premium"))
+            #expect(premium["active"] as? Bool == false)
+            #expect(premium["inactive_reason"] as? String == "refunded")
+        }
     }
 
     @Test func aWrongPasswordOrASignedPayloadIsRefused() async throws {
-        let service = try await ServiceHarness.start()
-        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
-        receipt.addPurchase("com.example.lifetime", transactionID: "n-2", purchased: now)
-        let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)
-        #expect(forged.status == 401)
-        #expect(!forged.text.contains(ServiceHarness.sharedSecret))
-        let signed = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
-        #expect(signed.status == 422)
-        let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
-        #expect(junk.status == 400)
-        await service.stop()
+        try await ServiceHarness.run() { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addPurchase("com.example.lifetime", transactionID: "n-2", purchased: now)
+            let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)
+            #expect(forged.status == 401)
+            #expect(!forged.text.contains(ServiceHarness.sharedSecret))
+            let signed = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
+            #expect(signed.status == 422)
+            let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
+            #expect(junk.status == 400)
+        }
     }
 }

@@ -12,7 +12,7 @@ import Testing
 /// built `entitlement-service serve` in a child process (`ServiceProcess`) whose standard error is kept
 /// (`log`), so a test can read every line it logged without redirecting this process's own standard error.
 @Loop
-final class AdminHarness {
+final class AdminHarness: ServiceDatabase {
     nonisolated let appKey = "app-" + AdminHarness.randomToken()
     nonisolated let adminKey = "adm-" + AdminHarness.randomToken()
     nonisolated static let bundleID = "com.example.app"
@@ -46,14 +46,9 @@ final class AdminHarness {
     /// process), stopping it and dropping its database however `body` ends.
     static func run<T>(process: Bool = false, _ body: (AdminHarness) async throws -> T) async throws -> T {
         let harness = AdminHarness(inProcess: !process)
-        do {
+        return try await withHarness(start: { harness }, stop: { await $0.stop() }) { harness in
             try await harness.start()
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
+            return try await body(harness)
         }
     }
 
@@ -169,13 +164,6 @@ final class AdminHarness {
         let reply = try await call("GET", "/v1/users/\(Self.encodePath(userID))/entitlements\(query)", key: .app)
         guard reply.status == 200 else { throw TestSetupError("entitlements answered \(reply)") }
         return (reply.object["entitlements"] as? [String: Any])?[name] as? [String: Any]
-    }
-
-    /// A SQL statement against the service's database.
-    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
-        let connection = try await PostgresConnection.connect(databaseURL)
-        defer { connection.close() }
-        return try await connection.query(text, parameters).rows
     }
 
     /// Percent-encodes everything but unreserved characters, for a path segment.

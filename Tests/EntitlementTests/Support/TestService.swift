@@ -61,3 +61,33 @@ final class TestService {
         server.close()
     }
 }
+
+/// A harness around a service with a database of its own, which tests query to check what it stored.
+@Loop
+protocol ServiceDatabase: AnyObject {
+    var databaseURL: String { get }
+}
+
+extension ServiceDatabase {
+    /// A SQL statement against the service's database, on a connection of its own.
+    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
+        let connection = try await PostgresConnection.connect(databaseURL)
+        defer { connection.close() }
+        return try await connection.query(text, parameters).rows
+    }
+}
+
+/// Starts a harness with `start`, runs `body` on it and then `stop`, however `body` ends.
+@Loop
+func withHarness<Harness, T>(start: () async throws -> Harness, stop: (Harness) async -> Void,
+                             _ body: (Harness) async throws -> T) async throws -> T {
+    let harness = try await start()
+    do {
+        let result = try await body(harness)
+        await stop(harness)
+        return result
+    } catch {
+        await stop(harness)
+        throw error
+    }
+}
