@@ -160,12 +160,18 @@ import Testing
         let first = try await HTTPTestServer.start()
         let port = first.port
         let second = try await Task { @Loop in
-            let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: Router(), metrics: Metrics())
+            let router = Router()
+            router.get("/healthz") { _ in .json(["server": "second"]) }
+            let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: router, metrics: Metrics())
             return (server, try server.start())
         }.value
         #expect(second.1 == port)
-        await second.0.shutdown()
+        // With the first server gone, the port is still served, and by the second server's router.
         await first.shutdown()
+        let response = try await first.request("/healthz")
+        #expect(response.status == 200)
+        #expect(response.text == #"{"server":"second"}"#)
+        await second.0.shutdown()
     }
 
     @Test func listensOnIPv6Loopback() async throws {
