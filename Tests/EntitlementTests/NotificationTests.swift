@@ -22,7 +22,7 @@ struct NotificationTests {
     }
 
     @Test func aRefundNotificationEndsAccessAtOnce() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
             receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "n-1", start: now.addingTimeInterval(-86_400),
                                     period: try ISODuration(parsing: "P1M"))
@@ -40,7 +40,7 @@ struct NotificationTests {
     }
 
     @Test func aWrongPasswordOrASignedPayloadIsRefused() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
             receipt.addPurchase("com.example.lifetime", transactionID: "n-2", purchased: now)
             let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)

@@ -17,7 +17,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func eachProductTypeYieldsItsEntitlement() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let purchase = receipt { r in
                 r.addPurchase("com.example.lifetime", transactionID: "nc-1", purchased: now.addingTimeInterval(-3600))
                 r.addPurchase("com.example.coins.100", transactionID: "coin-1", purchased: now.addingTimeInterval(-60), quantity: 2)
@@ -47,7 +47,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func sandboxReceiptIsVerifiedAfterOneRedirect() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let purchase = receipt(.sandbox) { $0.addPurchase("com.example.lifetime", transactionID: "sb-1", purchased: now) }
             let answer = try await service.post(purchase, for: "sandbox-user")
             #expect(answer.status == 200)
@@ -57,7 +57,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func status21006StillRecordsTheExpiredSubscription() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let expired = receipt { r in
                 r.addSubscription("com.example.premium.monthly", originalTransactionID: "exp-1", start: now.addingTimeInterval(-90 * 86_400),
                                   period: try! ISODuration(parsing: "P1M"), willRenew: false)
@@ -76,7 +76,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func refundEndsAccessAndDebitsTheConsumable() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             var purchase = receipt { r in
                 r.addPurchase("com.example.lifetime", transactionID: "rf-1", purchased: now.addingTimeInterval(-7200))
                 r.addPurchase("com.example.coins.100", transactionID: "rf-coin", purchased: now.addingTimeInterval(-7200))
@@ -99,7 +99,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func gracePeriodKeepsAccess() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let lapsed = receipt { r in
                 r.addSubscription("com.example.premium.monthly", originalTransactionID: "gr-1", start: now.addingTimeInterval(-32 * 86_400),
                                   period: try! ISODuration(parsing: "P1M"))
@@ -143,7 +143,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func fiftyConcurrentPostsOfOneConsumableCreditOnce() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let purchase = receipt { $0.addPurchase("com.example.coins.100", transactionID: "c50-1", purchased: now) }
             let posts = (0..<50).map { _ in Task { try await service.post(purchase, for: "coin-user").status } }
             var statuses: [Int] = []
@@ -174,7 +174,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func appleDownMeansPendingThenVerifiedByTheWorker() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             service.appleOutage(true)
             let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "down-1", purchased: now) }
             let answer = try await service.post(purchase, for: "patient-user", waitMs: 2_000)
@@ -191,7 +191,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func rejectedReceiptsAnswer422AndGrantNothing() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let bogus = FakeReceipt(bundleID: ServiceHarness.bundleID).receiptData
             try service.program(bogus, production: [["status": 21003]])
             let answer = try await service.post(FakeReceipt(receiptData: bogus)!, for: "rejected-user")
@@ -220,7 +220,7 @@ struct PurchaseFlowTests {
     }
 
     @Test func productsMissingFromTheCatalogAreStoredAndReportedNeverGranted() async throws {
-        try await ServiceHarness.run() { service in
+        try await ServiceHarness.run { service in
             let purchase = receipt { $0.addPurchase("com.example.mystery", transactionID: "unk-1", purchased: now) }
             let answer = try await service.post(purchase, for: "curious-user")
             #expect(answer.status == 200)
