@@ -130,13 +130,7 @@ import Testing
             _ = try client.readResponse()
             return client
         }
-        let inFlight = Task {
-            try await offLoop {
-                let client = try RawHTTPClient(port: port)
-                try client.send(RawHTTPClient.request("GET", "/gate"))
-                return try client.readResponse()
-            }
-        }
+        let inFlight = Task { try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/gate")) }
         var iterator = entered.makeAsyncIterator()
         await iterator.next()
         let shutdown = Task { await server.shutdown() }

@@ -13,8 +13,8 @@ import Testing
 /// (`log`), so a test can read every line it logged without redirecting this process's own standard error.
 @Loop
 final class AdminHarness: ServiceDatabase {
-    nonisolated let appKey = "app-" + AdminHarness.randomToken()
-    nonisolated let adminKey = "adm-" + AdminHarness.randomToken()
+    nonisolated let appKey = "app-" + randomToken()
+    nonisolated let adminKey = "adm-" + randomToken()
     nonisolated static let bundleID = "com.example.app"
 
     /// The catalog the service starts with (`PRODUCTS_FILE`).
@@ -34,7 +34,7 @@ final class AdminHarness: ServiceDatabase {
     private(set) var fake: FakeAppStore?
     nonisolated(unsafe) private(set) var port = 0
     private(set) var databaseURL = ""
-    let sharedSecret = "secret-" + AdminHarness.randomToken()
+    let sharedSecret = "secret-" + randomToken()
 
     private let inProcess: Bool
 
@@ -134,12 +134,7 @@ final class AdminHarness: ServiceDatabase {
     /// Records an issue when the answer holds either configured key or the shared secret.
     nonisolated func send(raw request: [UInt8], method: String = "GET",
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
-        let port = port
-        let response = try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(request)
-            return try client.readResponse(timeout: 30, bodyless: method == "HEAD")
-        }
+        let response = try await RawHTTPClient.exchange(port: port, request, timeout: 30, bodyless: method == "HEAD")
         let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text)
         for secret in [appKey, adminKey, sharedSecret] where reply.text.contains(secret) {
             Issue.record("\(String(decoding: request.prefix(80), as: UTF8.self)) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
@@ -172,7 +167,4 @@ final class AdminHarness: ServiceDatabase {
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? segment
     }
 
-    nonisolated static func randomToken() -> String {
-        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-    }
 }

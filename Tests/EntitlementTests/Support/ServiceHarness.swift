@@ -70,11 +70,7 @@ final class ServiceHarness: ServiceDatabase {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
         if let key { headers.append(("Authorization", "Bearer \(key)")) }
         let text = RawHTTPClient.request(method, target, headers: headers, body: json ?? (method == "GET" ? nil : ""))
-        return try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(text)
-            return try client.readResponse(timeout: 40)
-        }
+        return try await RawHTTPClient.exchange(port: port, text, timeout: 40)
     }
 
     /// Posts `receipt` for `userID` and returns the answer.

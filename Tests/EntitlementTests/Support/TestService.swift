@@ -28,7 +28,7 @@ final class TestService {
                         environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
         let fakePort = try fake.start(port: 0)
-        let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let name = prefix + "_" + randomToken()
         let server = try await PostgresConnection.connect(try TestDatabase.url())
         defer { server.close() }
         _ = try await server.query("CREATE DATABASE \(name)")
