@@ -72,7 +72,7 @@ extension AdminTests {
         @Test @Loop func keysAndTheSharedSecretNeverReachTheLog() async throws {
             var secrets: [String] = []
             let service = try await AdminHarness.run(process: true) { service in
-                let guess = "guess-" + AdminHarness.randomToken()
+                let guess = "guess-" + randomToken()
                 secrets = [service.appKey, service.adminKey, service.sharedSecret, guess]
                 #expect(try await service.call("GET", "/v1/admin/products", key: .header("Bearer \(guess)")).status == 401)
                 #expect(try await service.call("GET", "/v1/admin/products", key: .app).status == 403)

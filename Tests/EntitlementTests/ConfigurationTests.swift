@@ -4,19 +4,37 @@ import X509
 @testable import EntitlementService
 
 @Suite struct ConfigurationTests {
+    /// The defaults of README.md's configuration table.
     @Test func defaultsFollowTheContract() throws {
         let config = try Configuration(environment: [:])
         #expect(config.listenAddress == "127.0.0.1")
         #expect(config.port == 8080)
+        #expect(config.databaseURL == nil)
         #expect(config.databasePoolSize == 8)
+        #expect(config.appleSharedSecret == nil && config.appleBundleID == nil)
         #expect(config.appleProductionURL == "https://buy.itunes.apple.com/verifyReceipt")
         #expect(config.appleSandboxURL == "https://sandbox.itunes.apple.com/verifyReceipt")
         #expect(config.appleTimeoutMs == 10_000)
+        #expect(config.appleConnectTimeoutMs == 3_000)
+        #expect(config.appleCABundle == "/etc/ssl/certs/ca-certificates.crt")
+        #expect(config.apiKeys.isEmpty && config.adminAPIKeys.isEmpty)
+        #expect(config.productsFile == nil)
         #expect(config.restorePolicy == .transfer)
         #expect(config.retryBaseMs == 5_000)
         #expect(config.retryMaxMs == 600_000)
-        #expect(config.apiKeys.isEmpty && config.adminAPIKeys.isEmpty)
+        #expect(config.maxConnections == 4_096)
         #expect(config.appleRootCertificates == [AppleRootCertificate.g3])
+        // Unset, the service takes its `migrations` folder.
+        #expect(config.migrationsDirectory == nil)
+        #expect(Migrator.defaultDirectory().lastPathComponent == "migrations")
+    }
+
+    /// The connect timeout defaults to min(3000, APPLE_TIMEOUT_MS): never longer than the whole call.
+    @Test(arguments: [("2500", 2_500), ("3000", 3_000), ("60000", 3_000)])
+    func connectTimeoutDefaultsToTheSmallerOf3000AndTheTotal(total: String, connect: Int) throws {
+        let config = try Configuration(environment: ["APPLE_TIMEOUT_MS": total])
+        #expect(config.appleTimeoutMs == Int(total))
+        #expect(config.appleConnectTimeoutMs == connect)
     }
 
     @Test func rootCertificatesComeFromDERAndPEMFiles() throws {
@@ -36,14 +54,21 @@ import X509
             "APPLE_SHARED_SECRET": "s3cret", "APPLE_BUNDLE_ID": "com.example.app",
             "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:1/verifyReceipt",
             "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:2/verifyReceipt", "APPLE_TIMEOUT_MS": "2500",
+            "APPLE_CONNECT_TIMEOUT_MS": "700", "APPLE_CA_BUNDLE": "/tmp/ca.pem",
             "API_KEYS": "app-key-1, app-key-2", "ADMIN_API_KEYS": "admin-key", "PRODUCTS_FILE": "/tmp/p.json",
             "RESTORE_POLICY": "keep", "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "1000",
+            "MAX_CONNECTIONS": "17", "MIGRATIONS_DIR": "/tmp/migrations",
         ])
-        #expect(config.listenAddress == "0.0.0.0" && config.port == 9090 && config.databasePoolSize == 3)
+        #expect(config.listenAddress == "0.0.0.0" && config.port == 9090)
+        #expect(config.databaseURL == "postgresql://x@y/z" && config.databasePoolSize == 3)
+        #expect(config.appleSharedSecret == "s3cret" && config.appleBundleID == "com.example.app")
+        #expect(config.appleProductionURL == "http://127.0.0.1:1/verifyReceipt")
         #expect(config.appleSandboxURL == "http://127.0.0.1:2/verifyReceipt" && config.appleTimeoutMs == 2500)
+        #expect(config.appleConnectTimeoutMs == 700 && config.appleCABundle == "/tmp/ca.pem")
         #expect(config.apiKeys == ["app-key-1", "app-key-2"] && config.adminAPIKeys == ["admin-key"])
+        #expect(config.productsFile == "/tmp/p.json")
         #expect(config.restorePolicy == .keep && config.retryBaseMs == 100 && config.retryMaxMs == 1000)
-        #expect(config.appleConnectTimeoutMs == 2500)
+        #expect(config.maxConnections == 17 && config.migrationsDirectory == "/tmp/migrations")
     }
 
     @Test(arguments: [
@@ -53,6 +78,7 @@ import X509
         ("APPLE_ROOT_CERTIFICATES", "/nonexistent/root.der", "APPLE_ROOT_CERTIFICATES"),
         ("APPLE_ROOT_CERTIFICATES", Fixtures.directory.appendingPathComponent("SOURCES.md").path, "APPLE_ROOT_CERTIFICATES"),
         ("APPLE_ROOT_CERTIFICATES", ",", "APPLE_ROOT_CERTIFICATES"),
+        ("APPLE_CONNECT_TIMEOUT_MS", "0", "APPLE_CONNECT_TIMEOUT_MS"), ("MAX_CONNECTIONS", "0", "MAX_CONNECTIONS"),
     ])
     func badValuesNameTheVariable(variable: String, value: String, named: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }

@@ -114,10 +114,12 @@ import Testing
 
     @Test func gracefulShutdownFinishesTheInFlightRequest() async throws {
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
+        let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
         let server = try await HTTPTestServer.start { router in
             router.get("/gate") { _ in
                 enteredContinuation.yield()
-                await LoopTimer.sleep(milliseconds: 300)
+                // Held until the test has seen the shutdown begin: no sleep stands in for the ordering.
+                for await _ in release { break }
                 return .json(["finished": true])
             }
         }
@@ -128,24 +130,23 @@ import Testing
             _ = try client.readResponse()
             return client
         }
-        let inFlight = Task {
-            try await offLoop {
-                let client = try RawHTTPClient(port: port)
-                try client.send(RawHTTPClient.request("GET", "/gate"))
-                return try client.readResponse()
-            }
-        }
+        let inFlight = Task { try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/gate")) }
         var iterator = entered.makeAsyncIterator()
         await iterator.next()
-        let shutdownStart = RawHTTPClient.now()
-        await server.shutdown()
-        let shutdownTook = RawHTTPClient.now() - shutdownStart
+        let shutdown = Task { await server.shutdown() }
+        while !(await Task { @Loop in server.server.isShuttingDown }.value) {
+            await Task.yield()
+        }
+        // The idle connection is closed while the in-flight request is still held.
+        #expect(try await offLoop { try idle.waitForClose(timeout: 5) })
+        releaseContinuation.yield()
+        releaseContinuation.finish()
         let response = try await inFlight.value
+        await shutdown.value
         #expect(response.status == 200)
         #expect(response.text == #"{"finished":true}"#)
         #expect(response.headers["Connection"] == "close")
-        #expect(shutdownTook >= 0.2)
-        #expect(try await offLoop { try idle.waitForClose(timeout: 0) })
+        #expect(await Task { @Loop in server.server.isShuttingDown }.value)
         await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: port) } }
     }
 
@@ -153,12 +154,18 @@ import Testing
         let first = try await HTTPTestServer.start()
         let port = first.port
         let second = try await Task { @Loop in
-            let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: Router(), metrics: Metrics())
+            let router = Router()
+            router.get("/healthz") { _ in .json(["server": "second"]) }
+            let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: router, metrics: Metrics())
             return (server, try server.start())
         }.value
         #expect(second.1 == port)
-        await second.0.shutdown()
+        // With the first server gone, the port is still served, and by the second server's router.
         await first.shutdown()
+        let response = try await first.request("/healthz")
+        #expect(response.status == 200)
+        #expect(response.text == #"{"server":"second"}"#)
+        await second.0.shutdown()
     }
 
     @Test func listensOnIPv6Loopback() async throws {

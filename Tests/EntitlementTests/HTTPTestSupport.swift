@@ -29,12 +29,8 @@ struct HTTPTestServer: Sendable {
 
     /// Sends one request on a fresh connection and reads the answer.
     func request(_ target: String, method: String = "GET", headers: [(String, String)] = [], body: String? = nil) async throws -> RawHTTPClient.Response {
-        let port = port
-        return try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(RawHTTPClient.request(method, target, headers: headers, body: body))
-            return try client.readResponse(bodyless: method == "HEAD")
-        }
+        try await RawHTTPClient.exchange(port: port, RawHTTPClient.request(method, target, headers: headers, body: body),
+                                         bodyless: method == "HEAD")
     }
 
     @Loop private static func addTestRoutes(_ router: Router) {

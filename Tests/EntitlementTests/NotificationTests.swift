@@ -44,76 +44,76 @@ struct NotificationTests {
         let chain = try TestSigningChain()
         let rootFile = try chain.writeRoot()
         defer { try? FileManager.default.removeItem(atPath: rootFile) }
-        let service = try await ServiceHarness.start(["APPLE_ROOT_CERTIFICATES": rootFile])
-        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
-        let bought = receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "v2-1", start: now.addingTimeInterval(-86_400),
-                                             period: try ISODuration(parsing: "P1M"))
-        #expect(try await service.post(receipt, for: "signed-user").status == 200)
-        var refunded = try #require(bought.first)
-        refunded.cancellationDate = now.addingTimeInterval(-5)
-        refunded.cancellationReason = "0"
+        try await ServiceHarness.run(["APPLE_ROOT_CERTIFICATES": rootFile]) { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            let bought = receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "v2-1", start: now.addingTimeInterval(-86_400),
+                                                 period: try ISODuration(parsing: "P1M"))
+            #expect(try await service.post(receipt, for: "signed-user").status == 200)
+            var refunded = try #require(bought.first)
+            refunded.cancellationDate = now.addingTimeInterval(-5)
+            refunded.cancellationReason = "0"
 
-        let forged = try await service.request("POST", "/v1/notifications/app-store",
-                                               json: signedNotification("REFUND", refunded, chain: TestSigningChain(name: "Untrusted")), key: nil)
-        #expect(forged.status == 401, "\(forged.text)")
-        #expect(try forged.json()["field"] as? String == "signedPayload")
-        #expect(try await service.entitlements("signed-user").entitlement("premium")?["active"] as? Bool == true)
+            let forged = try await service.request("POST", "/v1/notifications/app-store",
+                                                   json: signedNotification("REFUND", refunded, chain: TestSigningChain(name: "Untrusted")), key: nil)
+            #expect(forged.status == 401, "\(forged.text)")
+            #expect(try forged.json()["field"] as? String == "signedPayload")
+            #expect(try await service.entitlements("signed-user").entitlement("premium")?["active"] as? Bool == true)
 
-        let refund = try await service.request("POST", "/v1/notifications/app-store", json: signedNotification("REFUND", refunded, chain: chain), key: nil)
-        #expect(refund.status == 200, "\(refund.text)")
-        #expect(try refund.json()["status"] as? String == "received")
-        let premium = try #require(try await service.entitlements("signed-user").entitlement("premium"))
-        #expect(premium["active"] as? Bool == false)
-        #expect(premium["inactive_reason"] as? String == "refunded")
-        await service.stop()
+            let refund = try await service.request("POST", "/v1/notifications/app-store", json: signedNotification("REFUND", refunded, chain: chain), key: nil)
+            #expect(refund.status == 200, "\(refund.text)")
+            #expect(try refund.json()["status"] as? String == "received")
+            let premium = try #require(try await service.entitlements("signed-user").entitlement("premium"))
+            #expect(premium["active"] as? Bool == false)
+            #expect(premium["inactive_reason"] as? String == "refunded")
+        }
     }
 
     @Test func signedNotificationsOfAnotherAppOrWithoutAChainAreRefused() async throws {
-        let service = try await ServiceHarness.start([
+        try await ServiceHarness.run([
             "APPLE_ROOT_CERTIFICATES": Fixtures.directory.appendingPathComponent("cert_applelib_test_root_ca.der").path,
             "APPLE_BUNDLE_ID": "com.example",
-        ])
-        for (name, status) in [("mock_jws_notification_test_applelib.jws", 200), ("mock_jws_notification_wrong_bundle_applelib.jws", 422),
-                               ("mock_jws_notification_missing_x5c_applelib.jws", 401)] {
-            let jws = String(decoding: try Fixtures.data(name), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let answer = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "\#(jws)"}"#, key: nil)
-            #expect(answer.status == status, "\(name): \(answer.text)")
+        ]) { service in
+            for (name, status) in [("mock_jws_notification_test_applelib.jws", 200), ("mock_jws_notification_wrong_bundle_applelib.jws", 422),
+                                   ("mock_jws_notification_missing_x5c_applelib.jws", 401)] {
+                let jws = String(decoding: try Fixtures.data(name), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let answer = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "\#(jws)"}"#, key: nil)
+                #expect(answer.status == status, "\(name): \(answer.text)")
+            }
         }
-        await service.stop()
     }
 
     @Test func aRefundNotificationEndsAccessAtOnce() async throws {
-        let service = try await ServiceHarness.start()
-        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
-        receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "n-1", start: now.addingTimeInterval(-86_400),
-                                period: try ISODuration(parsing: "P1M"))
-        #expect(try await service.post(receipt, for: "notified-user").status == 200)
-        #expect(try await service.entitlements("notified-user").entitlement("premium")?["active"] as? Bool == true)
+        try await ServiceHarness.run { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addSubscription("com.example.premium.monthly", originalTransactionID: "n-1", start: now.addingTimeInterval(-86_400),
+                                    period: try ISODuration(parsing: "P1M"))
+            #expect(try await service.post(receipt, for: "notified-user").status == 200)
+            #expect(try await service.entitlements("notified-user").entitlement("premium")?["active"] as? Bool == true)
 
-        receipt.cancel(transactionID: "n-1", at: now.addingTimeInterval(-5))
-        let refund = notification("REFUND", receipt, password: ServiceHarness.sharedSecret)
-        let answer = try await service.request("POST", "/v1/notifications/app-store", json: refund, key: nil)
-        #expect(answer.status == 200, "\(answer.text)")
-        let premium = try #require(try await service.entitlements("notified-user").entitlement("premium"))
-        #expect(premium["active"] as? Bool == false)
-        #expect(premium["inactive_reason"] as? String == "refunded")
-        await service.stop()
+            receipt.cancel(transactionID: "n-1", at: now.addingTimeInterval(-5))
+            let refund = notification("REFUND", receipt, password: ServiceHarness.sharedSecret)
+            let answer = try await service.request("POST", "/v1/notifications/app-store", json: refund, key: nil)
+            #expect(answer.status == 200, "\(answer.text)")
+            let premium = try #require(try await service.entitlements("notified-user").entitlement("premium"))
+            #expect(premium["active"] as? Bool == false)
+            #expect(premium["inactive_reason"] as? String == "refunded")
+        }
     }
 
     @Test func aWrongPasswordOrASignedPayloadIsRefused() async throws {
-        let service = try await ServiceHarness.start()
-        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
-        receipt.addPurchase("com.example.lifetime", transactionID: "n-2", purchased: now)
-        let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)
-        #expect(forged.status == 401)
-        #expect(!forged.text.contains(ServiceHarness.sharedSecret))
-        let unsigned = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
-        #expect(unsigned.status == 401)
-        #expect(try unsigned.json()["field"] as? String == "signedPayload")
-        let notText = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": 5}"#, key: nil)
-        #expect(notText.status == 400)
-        let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
-        #expect(junk.status == 400)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addPurchase("com.example.lifetime", transactionID: "n-2", purchased: now)
+            let forged = try await service.request("POST", "/v1/notifications/app-store", json: notification("REFUND", receipt, password: "guess"), key: nil)
+            #expect(forged.status == 401)
+            #expect(!forged.text.contains(ServiceHarness.sharedSecret))
+            let unsigned = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": "eyJ..."}"#, key: nil)
+            #expect(unsigned.status == 401)
+            #expect(try unsigned.json()["field"] as? String == "signedPayload")
+            let notText = try await service.request("POST", "/v1/notifications/app-store", json: #"{"signedPayload": 5}"#, key: nil)
+            #expect(notText.status == 400)
+            let junk = try await service.request("POST", "/v1/notifications/app-store", json: "not json", key: nil)
+            #expect(junk.status == 400)
+        }
     }
 }

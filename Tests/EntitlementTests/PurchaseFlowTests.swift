@@ -17,257 +17,258 @@ struct PurchaseFlowTests {
     }
 
     @Test func eachProductTypeYieldsItsEntitlement() async throws {
-        let service = try await ServiceHarness.start()
-        let purchase = receipt { r in
-            r.addPurchase("com.example.lifetime", transactionID: "nc-1", purchased: now.addingTimeInterval(-3600))
-            r.addPurchase("com.example.coins.100", transactionID: "coin-1", purchased: now.addingTimeInterval(-60), quantity: 2)
-            r.addPurchase("com.example.pass.month", transactionID: "pass-1", purchased: now.addingTimeInterval(-86_400))
-            r.addPurchase("com.example.pass.month", transactionID: "pass-2", purchased: now.addingTimeInterval(-3600))
-            r.addSubscription("com.example.premium.monthly", originalTransactionID: "sub-1", start: now.addingTimeInterval(-86_400), period: try! ISODuration(parsing: "P1M"))
+        try await ServiceHarness.run { service in
+            let purchase = receipt { r in
+                r.addPurchase("com.example.lifetime", transactionID: "nc-1", purchased: now.addingTimeInterval(-3600))
+                r.addPurchase("com.example.coins.100", transactionID: "coin-1", purchased: now.addingTimeInterval(-60), quantity: 2)
+                r.addPurchase("com.example.pass.month", transactionID: "pass-1", purchased: now.addingTimeInterval(-86_400))
+                r.addPurchase("com.example.pass.month", transactionID: "pass-2", purchased: now.addingTimeInterval(-3600))
+                r.addSubscription("com.example.premium.monthly", originalTransactionID: "sub-1", start: now.addingTimeInterval(-86_400), period: try! ISODuration(parsing: "P1M"))
+            }
+            let answer = try await service.post(purchase, for: "types-user")
+            #expect(answer.status == 200, "\(answer.text)")
+            let body = try answer.json()
+            #expect(body["status"] as? String == "verified")
+            #expect(body["environment"] as? String == "Production")
+            #expect(body["verification_id"] is String)
+            #expect(body.entitlement("pro")?["active"] as? Bool == true)
+            #expect(body.entitlement("pro")?["expires_at"] is NSNull)
+            #expect(body.entitlement("pro")?["product_type"] as? String == "non_consumable")
+            #expect((body["consumables"] as? [String: Any])?["coins"] as? Int == 200)
+            let premium = try #require(body.entitlement("premium"))
+            #expect(premium["active"] as? Bool == true)
+            #expect(premium["will_renew"] as? Bool == true)
+            #expect(premium["original_transaction_id"] as? String == "sub-1")
+            // Two one-month passes stack: the second starts when the first ends.
+            let pass = try #require(body.entitlement("pass"))
+            let expected = try ISODuration(parsing: "P1M").adding(to: try ISODuration(parsing: "P1M").adding(to: now.addingTimeInterval(-86_400)))
+            #expect(pass["expires_at"] as? String == RFC3339.string(from: expected))
         }
-        let answer = try await service.post(purchase, for: "types-user")
-        #expect(answer.status == 200, "\(answer.text)")
-        let body = try answer.json()
-        #expect(body["status"] as? String == "verified")
-        #expect(body["environment"] as? String == "Production")
-        #expect(body["verification_id"] is String)
-        #expect(body.entitlement("pro")?["active"] as? Bool == true)
-        #expect(body.entitlement("pro")?["expires_at"] is NSNull)
-        #expect(body.entitlement("pro")?["product_type"] as? String == "non_consumable")
-        #expect((body["consumables"] as? [String: Any])?["coins"] as? Int == 200)
-        let premium = try #require(body.entitlement("premium"))
-        #expect(premium["active"] as? Bool == true)
-        #expect(premium["will_renew"] as? Bool == true)
-        #expect(premium["original_transaction_id"] as? String == "sub-1")
-        // Two one-month passes stack: the second starts when the first ends.
-        let pass = try #require(body.entitlement("pass"))
-        let expected = try ISODuration(parsing: "P1M").adding(to: try ISODuration(parsing: "P1M").adding(to: now.addingTimeInterval(-86_400)))
-        #expect(pass["expires_at"] as? String == RFC3339.string(from: expected))
-        await service.stop()
     }
 
     @Test func sandboxReceiptIsVerifiedAfterOneRedirect() async throws {
-        let service = try await ServiceHarness.start()
-        let purchase = receipt(.sandbox) { $0.addPurchase("com.example.lifetime", transactionID: "sb-1", purchased: now) }
-        let answer = try await service.post(purchase, for: "sandbox-user")
-        #expect(answer.status == 200)
-        #expect(try answer.json()["environment"] as? String == "Sandbox")
-        #expect(service.fake.state.counts[.production] == 1 && service.fake.state.counts[.sandbox] == 1)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            let purchase = receipt(.sandbox) { $0.addPurchase("com.example.lifetime", transactionID: "sb-1", purchased: now) }
+            let answer = try await service.post(purchase, for: "sandbox-user")
+            #expect(answer.status == 200)
+            #expect(try answer.json()["environment"] as? String == "Sandbox")
+            #expect(service.fake.state.counts[.production] == 1 && service.fake.state.counts[.sandbox] == 1)
+        }
     }
 
     @Test func status21006StillRecordsTheExpiredSubscription() async throws {
-        let service = try await ServiceHarness.start()
-        let expired = receipt { r in
-            r.addSubscription("com.example.premium.monthly", originalTransactionID: "exp-1", start: now.addingTimeInterval(-90 * 86_400),
-                              period: try! ISODuration(parsing: "P1M"), willRenew: false)
+        try await ServiceHarness.run { service in
+            let expired = receipt { r in
+                r.addSubscription("com.example.premium.monthly", originalTransactionID: "exp-1", start: now.addingTimeInterval(-90 * 86_400),
+                                  period: try! ISODuration(parsing: "P1M"), willRenew: false)
+            }
+            guard case .object(var body) = expired.verifyReceiptBody(receiptData: expired.receiptData, requestDate: now, excludeOldTransactions: false) else {
+                Issue.record("the fake's body is not an object"); return
+            }
+            body["status"] = 21006
+            try service.program(expired.receiptData, production: [["body": .object(body)]])
+            let answer = try await service.post(expired, for: "expired-user")
+            #expect(answer.status == 200, "\(answer.text)")
+            let premium = try #require(try answer.json().entitlement("premium"))
+            #expect(premium["active"] as? Bool == false)
+            #expect(premium["inactive_reason"] as? String == "expired")
         }
-        guard case .object(var body) = expired.verifyReceiptBody(receiptData: expired.receiptData, requestDate: now, excludeOldTransactions: false) else {
-            Issue.record("the fake's body is not an object"); return
-        }
-        body["status"] = 21006
-        try service.program(expired.receiptData, production: [["body": .object(body)]])
-        let answer = try await service.post(expired, for: "expired-user")
-        #expect(answer.status == 200, "\(answer.text)")
-        let premium = try #require(try answer.json().entitlement("premium"))
-        #expect(premium["active"] as? Bool == false)
-        #expect(premium["inactive_reason"] as? String == "expired")
-        await service.stop()
     }
 
     @Test func refundEndsAccessAndDebitsTheConsumable() async throws {
-        let service = try await ServiceHarness.start()
-        var purchase = receipt { r in
-            r.addPurchase("com.example.lifetime", transactionID: "rf-1", purchased: now.addingTimeInterval(-7200))
-            r.addPurchase("com.example.coins.100", transactionID: "rf-coin", purchased: now.addingTimeInterval(-7200))
+        try await ServiceHarness.run { service in
+            var purchase = receipt { r in
+                r.addPurchase("com.example.lifetime", transactionID: "rf-1", purchased: now.addingTimeInterval(-7200))
+                r.addPurchase("com.example.coins.100", transactionID: "rf-coin", purchased: now.addingTimeInterval(-7200))
+            }
+            #expect(try await service.post(purchase, for: "refund-user").status == 200)
+            purchase.cancel(transactionID: "rf-1", at: now.addingTimeInterval(-60))
+            purchase.cancel(transactionID: "rf-coin", at: now.addingTimeInterval(-60))
+            purchase.applicationVersion = "2"  // a new receipt blob, as the device would send after the refund
+            let answer = try await service.post(purchase, for: "refund-user")
+            #expect(answer.status == 200)
+            let body = try answer.json()
+            #expect(body.entitlement("pro")?["active"] as? Bool == false)
+            #expect(body.entitlement("pro")?["inactive_reason"] as? String == "refunded")
+            #expect((body["consumables"] as? [String: Any])?["coins"] as? Int == 0)
+            // Posting the refunded receipt again debits nothing more.
+            purchase.applicationVersion = "3"
+            #expect(try await service.post(purchase, for: "refund-user").status == 200)
+            #expect((try await service.entitlements("refund-user")["consumables"] as? [String: Any])?["coins"] as? Int == 0)
         }
-        #expect(try await service.post(purchase, for: "refund-user").status == 200)
-        purchase.cancel(transactionID: "rf-1", at: now.addingTimeInterval(-60))
-        purchase.cancel(transactionID: "rf-coin", at: now.addingTimeInterval(-60))
-        purchase.applicationVersion = "2"  // a new receipt blob, as the device would send after the refund
-        let answer = try await service.post(purchase, for: "refund-user")
-        #expect(answer.status == 200)
-        let body = try answer.json()
-        #expect(body.entitlement("pro")?["active"] as? Bool == false)
-        #expect(body.entitlement("pro")?["inactive_reason"] as? String == "refunded")
-        #expect((body["consumables"] as? [String: Any])?["coins"] as? Int == 0)
-        // Posting the refunded receipt again debits nothing more.
-        purchase.applicationVersion = "3"
-        #expect(try await service.post(purchase, for: "refund-user").status == 200)
-        #expect((try await service.entitlements("refund-user")["consumables"] as? [String: Any])?["coins"] as? Int == 0)
-        await service.stop()
     }
 
     @Test func aConsumableFirstSeenRefundedIsNeverCreditedByAnOlderReceipt() async throws {
-        let service = try await ServiceHarness.start()
-        let older = receipt { $0.addPurchase("com.example.coins.100", transactionID: "late-coin", purchased: now.addingTimeInterval(-7200)) }
-        var refunded = older
-        refunded.cancel(transactionID: "late-coin", at: now.addingTimeInterval(-60))
-        refunded.applicationVersion = "2"
-        #expect(try await service.post(refunded, for: "late-user").status == 200)
-        #expect(try await service.post(older, for: "late-user").status == 200)
-        #expect(((try await service.entitlements("late-user")["consumables"] as? [String: Any])?["coins"] as? Int ?? 0) == 0)
-        #expect(try await service.sql("SELECT kind FROM consumable_ledger WHERE transaction_id = 'late-coin'").isEmpty)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            let older = receipt { $0.addPurchase("com.example.coins.100", transactionID: "late-coin", purchased: now.addingTimeInterval(-7200)) }
+            var refunded = older
+            refunded.cancel(transactionID: "late-coin", at: now.addingTimeInterval(-60))
+            refunded.applicationVersion = "2"
+            #expect(try await service.post(refunded, for: "late-user").status == 200)
+            #expect(try await service.post(older, for: "late-user").status == 200)
+            let balances = try await service.entitlements("late-user")["consumables"] as? [String: Any]
+            #expect((balances?["coins"] as? Int ?? 0) == 0)
+            #expect(try await service.sql("SELECT kind FROM consumable_ledger WHERE transaction_id = 'late-coin'").isEmpty)
+        }
     }
 
     @Test func transactionsListWhatTheUserOwnsNewestFirst() async throws {
-        let service = try await ServiceHarness.start()
-        let purchase = receipt { r in
-            r.addPurchase("com.example.lifetime", transactionID: "tx-old", purchased: now.addingTimeInterval(-7200))
-            r.addPurchase("com.example.coins.100", transactionID: "tx-new", purchased: now.addingTimeInterval(-60))
+        try await ServiceHarness.run { service in
+            let purchase = receipt { r in
+                r.addPurchase("com.example.lifetime", transactionID: "tx-old", purchased: now.addingTimeInterval(-7200))
+                r.addPurchase("com.example.coins.100", transactionID: "tx-new", purchased: now.addingTimeInterval(-60))
+            }
+            #expect(try await service.post(purchase, for: "lister").status == 200)
+            let answer = try await service.request("GET", "/v1/users/lister/transactions")
+            #expect(answer.status == 200)
+            let body = try answer.json()
+            #expect(body["user_id"] as? String == "lister")
+            let transactions = try #require(body["transactions"] as? [[String: Any]])
+            #expect(transactions.map { $0["transaction_id"] as? String } == ["tx-new", "tx-old"])
+            let newest = try #require(transactions.first)
+            #expect(newest["product_id"] as? String == "com.example.coins.100")
+            #expect(newest["original_transaction_id"] as? String == "tx-new")
+            #expect(newest["environment"] as? String == "Production")
+            #expect(newest["original_purchase_date"] is String)
+            #expect(newest["cancellation_date"] is NSNull)
+            #expect(newest["is_in_intro_offer_period"] as? Bool == false)
+            #expect(try await service.request("GET", "/v1/users/nobody/transactions").json()["transactions"] as? [Any] != nil)
         }
-        #expect(try await service.post(purchase, for: "lister").status == 200)
-        let answer = try await service.request("GET", "/v1/users/lister/transactions")
-        #expect(answer.status == 200)
-        let body = try answer.json()
-        #expect(body["user_id"] as? String == "lister")
-        let transactions = try #require(body["transactions"] as? [[String: Any]])
-        #expect(transactions.map { $0["transaction_id"] as? String } == ["tx-new", "tx-old"])
-        let newest = try #require(transactions.first)
-        #expect(newest["product_id"] as? String == "com.example.coins.100")
-        #expect(newest["original_transaction_id"] as? String == "tx-new")
-        #expect(newest["environment"] as? String == "Production")
-        #expect(newest["original_purchase_date"] is String)
-        #expect(newest["cancellation_date"] is NSNull)
-        #expect(newest["is_in_intro_offer_period"] as? Bool == false)
-        #expect(try await service.request("GET", "/v1/users/nobody/transactions").json()["transactions"] as? [Any] != nil)
-        await service.stop()
     }
 
     @Test func gracePeriodKeepsAccess() async throws {
-        let service = try await ServiceHarness.start()
-        let lapsed = receipt { r in
-            r.addSubscription("com.example.premium.monthly", originalTransactionID: "gr-1", start: now.addingTimeInterval(-32 * 86_400),
-                              period: try! ISODuration(parsing: "P1M"))
-            r.enterBillingRetry(originalTransactionID: "gr-1", gracePeriodEnds: now.addingTimeInterval(3 * 86_400))
+        try await ServiceHarness.run { service in
+            let lapsed = receipt { r in
+                r.addSubscription("com.example.premium.monthly", originalTransactionID: "gr-1", start: now.addingTimeInterval(-32 * 86_400),
+                                  period: try! ISODuration(parsing: "P1M"))
+                r.enterBillingRetry(originalTransactionID: "gr-1", gracePeriodEnds: now.addingTimeInterval(3 * 86_400))
+            }
+            let answer = try await service.post(lapsed, for: "grace-user")
+            #expect(answer.status == 200)
+            let premium = try #require(try answer.json().entitlement("premium"))
+            #expect(premium["active"] as? Bool == true)
+            #expect(premium["in_grace_period"] as? Bool == true)
+            #expect(premium["in_billing_retry"] as? Bool == true)
         }
-        let answer = try await service.post(lapsed, for: "grace-user")
-        #expect(answer.status == 200)
-        let premium = try #require(try answer.json().entitlement("premium"))
-        #expect(premium["active"] as? Bool == true)
-        #expect(premium["in_grace_period"] as? Bool == true)
-        #expect(premium["in_billing_retry"] as? Bool == true)
-        await service.stop()
     }
 
     @Test func aSecondUserTakesThePurchaseUnderTransfer() async throws {
-        let service = try await ServiceHarness.start(["RESTORE_POLICY": "transfer"])
-        let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "tr-1", purchased: now) }
-        #expect(try await service.post(purchase, for: "first-owner").status == 200)
-        let answer = try await service.post(purchase, for: "second-owner")
-        #expect(answer.status == 200)
-        #expect(try answer.json()["transferred_from"] as? String == "first-owner")
-        #expect(try await service.entitlements("second-owner").entitlement("pro")?["active"] as? Bool == true)
-        #expect(try await service.entitlements("first-owner").entitlement("pro") == nil)
-        let audit = try await service.sql("SELECT actor, before->>'user_id' AS from_user, after->>'user_id' AS to_user FROM audit_events WHERE action = 'ownership.transfer'")
-        #expect(audit.count == 1)
-        #expect(try audit.first?.string("from_user") == "first-owner" && audit.first?.string("to_user") == "second-owner")
-        #expect(try audit.first?.string("actor") == "app#1")
-        await service.stop()
+        try await ServiceHarness.run(["RESTORE_POLICY": "transfer"]) { service in
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "tr-1", purchased: now) }
+            #expect(try await service.post(purchase, for: "first-owner").status == 200)
+            let answer = try await service.post(purchase, for: "second-owner")
+            #expect(answer.status == 200)
+            #expect(try answer.json()["transferred_from"] as? String == "first-owner")
+            #expect(try await service.entitlements("second-owner").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("first-owner").entitlement("pro") == nil)
+            let audit = try await service.sql("SELECT actor, before->>'user_id' AS from_user, after->>'user_id' AS to_user FROM audit_events WHERE action = 'ownership.transfer'")
+            #expect(audit.count == 1)
+            #expect(try audit.first?.string("from_user") == "first-owner" && audit.first?.string("to_user") == "second-owner")
+            #expect(try audit.first?.string("actor") == "app#1")
+        }
     }
 
     @Test func aSecondUserIsRefusedUnderKeep() async throws {
-        let service = try await ServiceHarness.start(["RESTORE_POLICY": "keep"])
-        let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "kp-1", purchased: now) }
-        #expect(try await service.post(purchase, for: "keeper").status == 200)
-        let answer = try await service.post(purchase, for: "intruder")
-        #expect(answer.status == 409)
-        #expect(answer.headers["Content-Type"] == "application/problem+json")
-        #expect(try answer.json()["original_transaction_id"] as? String == "kp-1")
-        #expect(try await service.entitlements("keeper").entitlement("pro")?["active"] as? Bool == true)
-        #expect(try await service.entitlements("intruder").entitlement("pro") == nil)
-        await service.stop()
+        try await ServiceHarness.run(["RESTORE_POLICY": "keep"]) { service in
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "kp-1", purchased: now) }
+            #expect(try await service.post(purchase, for: "keeper").status == 200)
+            let answer = try await service.post(purchase, for: "intruder")
+            #expect(answer.status == 409)
+            #expect(answer.headers["Content-Type"] == "application/problem+json")
+            #expect(try answer.json()["original_transaction_id"] as? String == "kp-1")
+            #expect(try await service.entitlements("keeper").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("intruder").entitlement("pro") == nil)
+        }
     }
 
     @Test func fiftyConcurrentPostsOfOneConsumableCreditOnce() async throws {
-        let service = try await ServiceHarness.start()
-        let purchase = receipt { $0.addPurchase("com.example.coins.100", transactionID: "c50-1", purchased: now) }
-        let posts = (0..<50).map { _ in Task { try await service.post(purchase, for: "coin-user").status } }
-        var statuses: [Int] = []
-        for post in posts { statuses.append(try await post.value) }
-        #expect(statuses.allSatisfy { $0 == 200 || $0 == 202 }, "\(statuses)")
-        let rows = try await service.sql("SELECT count(*)::int AS n FROM consumable_ledger WHERE transaction_id = 'c50-1'")
-        #expect(try rows.first?.int("n") == 1)
-        #expect((try await service.entitlements("coin-user")["consumables"] as? [String: Any])?["coins"] as? Int == 100)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            let purchase = receipt { $0.addPurchase("com.example.coins.100", transactionID: "c50-1", purchased: now) }
+            let posts = (0..<50).map { _ in Task { try await service.post(purchase, for: "coin-user").status } }
+            var statuses: [Int] = []
+            for post in posts { statuses.append(try await post.value) }
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 202 }, "\(statuses)")
+            let rows = try await service.sql("SELECT count(*)::int AS n FROM consumable_ledger WHERE transaction_id = 'c50-1'")
+            #expect(try rows.first?.int("n") == 1)
+            #expect((try await service.entitlements("coin-user")["consumables"] as? [String: Any])?["coins"] as? Int == 100)
+        }
     }
 
     @Test func anOrderTokenBindsThePurchaseToTheBuyer() async throws {
-        let service = try await ServiceHarness.start(["RESTORE_POLICY": "keep"])
-        let order = try await service.request("POST", "/v1/orders", json: #"{"user_id": "buyer", "product_id": "com.example.lifetime"}"#)
-        #expect(order.status == 201)
-        let orderBody = try order.json()
-        let token = try #require(orderBody["app_account_token"] as? String)
-        let orderID = try #require(orderBody["order_id"] as? String)
-        let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ord-1", purchased: now, appAccountToken: token.uppercased()) }
-        let answer = try await service.post(purchase, for: "somebody-else")
-        #expect(answer.status == 200)
-        #expect(try await service.entitlements("buyer").entitlement("pro")?["active"] as? Bool == true)
-        #expect(try await service.entitlements("somebody-else").entitlement("pro") == nil)
-        let fulfilled = try await service.request("GET", "/v1/orders/\(orderID)").json()
-        #expect(fulfilled["status"] as? String == "fulfilled")
-        #expect(fulfilled["transaction_id"] as? String == "ord-1")
-        await service.stop()
+        try await ServiceHarness.run(["RESTORE_POLICY": "keep"]) { service in
+            let order = try await service.request("POST", "/v1/orders", json: #"{"user_id": "buyer", "product_id": "com.example.lifetime"}"#)
+            #expect(order.status == 201)
+            let orderBody = try order.json()
+            let token = try #require(orderBody["app_account_token"] as? String)
+            let orderID = try #require(orderBody["order_id"] as? String)
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ord-1", purchased: now, appAccountToken: token.uppercased()) }
+            let answer = try await service.post(purchase, for: "somebody-else")
+            #expect(answer.status == 200)
+            #expect(try await service.entitlements("buyer").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("somebody-else").entitlement("pro") == nil)
+            let fulfilled = try await service.request("GET", "/v1/orders/\(orderID)").json()
+            #expect(fulfilled["status"] as? String == "fulfilled")
+            #expect(fulfilled["transaction_id"] as? String == "ord-1")
+        }
     }
 
     @Test func appleDownMeansPendingThenVerifiedByTheWorker() async throws {
-        let service = try await ServiceHarness.start()
-        service.appleOutage(true)
-        let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "down-1", purchased: now) }
-        let answer = try await service.post(purchase, for: "patient-user", waitMs: 2_000)
-        #expect(answer.status == 202)
-        let id = try #require(try answer.json()["verification_id"] as? String)
-        let pending = try await service.request("GET", "/v1/receipts/\(id)").json()
-        #expect(pending["status"] as? String == "pending")
-        service.appleOutage(false)
-        let resolved = try await service.awaitResolution(id)
-        #expect(resolved["status"] as? String == "verified")
-        #expect((resolved["attempts"] as? Int ?? 0) >= 2)
-        #expect(try await service.entitlements("patient-user").entitlement("pro")?["active"] as? Bool == true)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            service.appleOutage(true)
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "down-1", purchased: now) }
+            let answer = try await service.post(purchase, for: "patient-user", waitMs: 2_000)
+            #expect(answer.status == 202)
+            let id = try #require(try answer.json()["verification_id"] as? String)
+            let pending = try await service.request("GET", "/v1/receipts/\(id)").json()
+            #expect(pending["status"] as? String == "pending")
+            service.appleOutage(false)
+            let resolved = try await service.awaitResolution(id)
+            #expect(resolved["status"] as? String == "verified")
+            #expect((resolved["attempts"] as? Int ?? 0) >= 2)
+            #expect(try await service.entitlements("patient-user").entitlement("pro")?["active"] as? Bool == true)
+        }
     }
 
     @Test func rejectedReceiptsAnswer422AndGrantNothing() async throws {
-        let service = try await ServiceHarness.start()
-        let bogus = FakeReceipt(bundleID: ServiceHarness.bundleID).receiptData
-        try service.program(bogus, production: [["status": 21003]])
-        let answer = try await service.post(FakeReceipt(receiptData: bogus)!, for: "rejected-user")
-        #expect(answer.status == 422)
-        #expect(try answer.json()["apple_status"] as? Int == 21003)
-        let otherApp = FakeReceipt(bundleID: "com.someone.else") .with { $0.addPurchase("com.example.lifetime", transactionID: "oa-1", purchased: now) }
-        let foreign = try await service.post(otherApp, for: "rejected-user")
-        #expect(foreign.status == 422)
-        #expect(try foreign.json()["apple_status"] == nil)
-        #expect(try await service.entitlements("rejected-user").entitlement("pro") == nil)
-        let malformed = try await service.request("POST", "/v1/receipts", json: #"{"user_id": "rejected-user", "receipt_data": "%%% not base64"}"#)
-        #expect(malformed.status == 422)
-        await service.stop()
+        try await ServiceHarness.run { service in
+            let bogus = FakeReceipt(bundleID: ServiceHarness.bundleID).receiptData
+            try service.program(bogus, production: [["status": 21003]])
+            let answer = try await service.post(FakeReceipt(receiptData: bogus)!, for: "rejected-user")
+            #expect(answer.status == 422)
+            #expect(try answer.json()["apple_status"] as? Int == 21003)
+            let otherApp = FakeReceipt(bundleID: "com.someone.else") .with { $0.addPurchase("com.example.lifetime", transactionID: "oa-1", purchased: now) }
+            let foreign = try await service.post(otherApp, for: "rejected-user")
+            #expect(foreign.status == 422)
+            #expect(try foreign.json()["apple_status"] == nil)
+            #expect(try await service.entitlements("rejected-user").entitlement("pro") == nil)
+            let malformed = try await service.request("POST", "/v1/receipts", json: #"{"user_id": "rejected-user", "receipt_data": "%%% not base64"}"#)
+            #expect(malformed.status == 422)
+        }
     }
 
     @Test func wrongSharedSecretAnswers502AndKeepsTheSubmission() async throws {
-        let service = try await ServiceHarness.start(["APPLE_SHARED_SECRET": "not-the-right-secret"])
-        let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ss-1", purchased: now) }
-        let answer = try await service.post(purchase, for: "secret-user")
-        #expect(answer.status == 502)
-        #expect(try answer.json()["apple_status"] as? Int == 21004)
-        #expect(!answer.text.contains("not-the-right-secret"))
-        let stored = try await service.sql("SELECT status FROM receipt_submissions WHERE user_id = 'secret-user'")
-        #expect(try stored.first?.string("status") == "failed")
-        await service.stop()
+        try await ServiceHarness.run(["APPLE_SHARED_SECRET": "not-the-right-secret"]) { service in
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ss-1", purchased: now) }
+            let answer = try await service.post(purchase, for: "secret-user")
+            #expect(answer.status == 502)
+            #expect(try answer.json()["apple_status"] as? Int == 21004)
+            #expect(!answer.text.contains("not-the-right-secret"))
+            let stored = try await service.sql("SELECT status FROM receipt_submissions WHERE user_id = 'secret-user'")
+            #expect(try stored.first?.string("status") == "failed")
+        }
     }
 
     @Test func productsMissingFromTheCatalogAreStoredAndReportedNeverGranted() async throws {
-        let service = try await ServiceHarness.start()
-        let purchase = receipt { $0.addPurchase("com.example.mystery", transactionID: "unk-1", purchased: now) }
-        let answer = try await service.post(purchase, for: "curious-user")
-        #expect(answer.status == 200)
-        let body = try answer.json()
-        #expect((body["entitlements"] as? [String: Any])?.isEmpty == true)
-        #expect(body["unknown_products"] as? [String] == ["com.example.mystery"])
-        let stored = try await service.sql("SELECT product_id FROM app_store_transactions WHERE transaction_id = 'unk-1'")
-        #expect(try stored.first?.string("product_id") == "com.example.mystery")
-        await service.stop()
+        try await ServiceHarness.run { service in
+            let purchase = receipt { $0.addPurchase("com.example.mystery", transactionID: "unk-1", purchased: now) }
+            let answer = try await service.post(purchase, for: "curious-user")
+            #expect(answer.status == 200)
+            let body = try answer.json()
+            #expect((body["entitlements"] as? [String: Any])?.isEmpty == true)
+            #expect(body["unknown_products"] as? [String] == ["com.example.mystery"])
+            let stored = try await service.sql("SELECT product_id FROM app_store_transactions WHERE transaction_id = 'unk-1'")
+            #expect(try stored.first?.string("product_id") == "com.example.mystery")
+        }
     }
 }
 

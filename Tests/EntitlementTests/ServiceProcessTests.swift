@@ -20,11 +20,7 @@ struct ServiceProcessTests {
         let json = String(decoding: try JSONEncoder().encode(["user_id": user, "receipt_data": receipt.receiptData]), as: UTF8.self)
         let text = RawHTTPClient.request("POST", "/v1/receipts?wait_ms=\(waitMs)",
                                          headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")], body: json)
-        return try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(text)
-            return try client.readResponse(timeout: 30)
-        }
+        return try await RawHTTPClient.exchange(port: port, text, timeout: 30)
     }
 
     @Test func sigtermFinishesInFlightRequestsAndExitsZero() async throws {
@@ -108,11 +104,7 @@ struct ServiceProcessTests {
         }
         #expect(serving.count == 2, "\(service.log)")
         for _ in 0..<20 {
-            let health = try await offLoop {
-                let client = try RawHTTPClient(port: port)
-                try client.send(RawHTTPClient.request("GET", "/healthz"))
-                return try client.readResponse()
-            }
+            let health = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/healthz"))
             #expect(health.status == 200)
         }
         service.signal(SIGTERM)

@@ -20,6 +20,8 @@ public final class HTTPServer {
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var refused: Set<ObjectIdentifier> = []
     private var shuttingDown = false
+    /// Whether `shutdown()` has begun (for tests that must act while it is under way).
+    var isShuttingDown: Bool { shuttingDown }
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
     public init(configuration: HTTPServerConfiguration, router: Router, metrics: Metrics = .shared) {

@@ -12,9 +12,9 @@ import Testing
 /// built `entitlement-service serve` in a child process (`ServiceProcess`) whose standard error is kept
 /// (`log`), so a test can read every line it logged without redirecting this process's own standard error.
 @Loop
-final class AdminHarness {
-    nonisolated let appKey = "app-" + AdminHarness.randomToken()
-    nonisolated let adminKey = "adm-" + AdminHarness.randomToken()
+final class AdminHarness: ServiceDatabase {
+    nonisolated let appKey = "app-" + randomToken()
+    nonisolated let adminKey = "adm-" + randomToken()
     nonisolated static let bundleID = "com.example.app"
 
     /// The catalog the service starts with (`PRODUCTS_FILE`).
@@ -34,7 +34,7 @@ final class AdminHarness {
     private(set) var fake: FakeAppStore?
     nonisolated(unsafe) private(set) var port = 0
     private(set) var databaseURL = ""
-    let sharedSecret = "secret-" + AdminHarness.randomToken()
+    let sharedSecret = "secret-" + randomToken()
 
     private let inProcess: Bool
 
@@ -46,14 +46,9 @@ final class AdminHarness {
     /// process), stopping it and dropping its database however `body` ends.
     static func run<T>(process: Bool = false, _ body: (AdminHarness) async throws -> T) async throws -> T {
         let harness = AdminHarness(inProcess: !process)
-        do {
+        return try await withHarness(start: { harness }, stop: { await $0.stop() }) { harness in
             try await harness.start()
-            let result = try await body(harness)
-            await harness.stop()
-            return result
-        } catch {
-            await harness.stop()
-            throw error
+            return try await body(harness)
         }
     }
 
@@ -139,12 +134,7 @@ final class AdminHarness {
     /// Records an issue when the answer holds either configured key or the shared secret.
     nonisolated func send(raw request: [UInt8], method: String = "GET",
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
-        let port = port
-        let response = try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(request)
-            return try client.readResponse(timeout: 30, bodyless: method == "HEAD")
-        }
+        let response = try await RawHTTPClient.exchange(port: port, request, timeout: 30, bodyless: method == "HEAD")
         let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text)
         for secret in [appKey, adminKey, sharedSecret] where reply.text.contains(secret) {
             Issue.record("\(String(decoding: request.prefix(80), as: UTF8.self)) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
@@ -171,20 +161,10 @@ final class AdminHarness {
         return (reply.object["entitlements"] as? [String: Any])?[name] as? [String: Any]
     }
 
-    /// A SQL statement against the service's database.
-    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
-        let connection = try await PostgresConnection.connect(databaseURL)
-        defer { connection.close() }
-        return try await connection.query(text, parameters).rows
-    }
-
     /// Percent-encodes everything but unreserved characters, for a path segment.
     nonisolated static func encodePath(_ segment: String) -> String {
         segment.addingPercentEncoding(withAllowedCharacters: CharacterSet(charactersIn:
             "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")) ?? segment
     }
 
-    nonisolated static func randomToken() -> String {
-        UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-    }
 }

@@ -177,6 +177,20 @@ final class RawHTTPClient: @unchecked Sendable {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
+    /// One exchange on a fresh connection, off the loop: connects to `port`, sends `request`, reads the answer
+    /// (`bodyless` for answers to `HEAD`).
+    static func exchange(port: Int, _ request: [UInt8], timeout: Double = 5, bodyless: Bool = false) async throws -> Response {
+        try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send(request)
+            return try client.readResponse(timeout: timeout, bodyless: bodyless)
+        }
+    }
+
+    static func exchange(port: Int, _ request: String, timeout: Double = 5, bodyless: Bool = false) async throws -> Response {
+        try await exchange(port: port, Array(request.utf8), timeout: timeout, bodyless: bodyless)
+    }
+
     /// The text of a simple request.
     static func request(_ method: String = "GET", _ target: String, headers: [(String, String)] = [], body: String? = nil) -> String {
         var text = "\(method) \(target) HTTP/1.1\r\nHost: test\r\n"

@@ -6,7 +6,7 @@ import Foundation
 /// PostgreSQL database of its own, the fake App Store (also in-process, on port 0) as its Apple, and a small
 /// JSON client that talks to it over loopback from off the loop.
 @Loop
-final class ServiceHarness {
+final class ServiceHarness: ServiceDatabase {
     nonisolated static let appKey = "app-key-0123456789"
     nonisolated static let adminKey = "admin-key-0123456789"
     nonisolated static let bundleID = "com.example.app"
@@ -28,15 +28,27 @@ final class ServiceHarness {
     var fake: FakeAppStore { setup.fake }
     var databaseURL: String { setup.databaseURL }
 
+    /// Runs `body` against a freshly started service (`environment` overrides the defaults, e.g.
+    /// `RESTORE_POLICY`), stopping it and dropping its database however `body` ends.
+    static func run<T>(_ environment: [String: String] = [:], _ body: (ServiceHarness) async throws -> T) async throws -> T {
+        try await withHarness(start: { try await start(environment) }, stop: { await $0.stop() }, body)
+    }
+
     /// Starts everything; `environment` overrides the defaults (e.g. `RESTORE_POLICY`).
-    static func start(_ environment: [String: String] = [:]) async throws -> ServiceHarness {
+    private static func start(_ environment: [String: String] = [:]) async throws -> ServiceHarness {
         let setup = try await TestService.prepare(
             "e2e", catalog: catalog, bundleID: bundleID, fake: FakeAppStoreConfiguration(sharedSecret: sharedSecret),
             environment: [
                 "DATABASE_POOL_SIZE": "6", "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "APPLE_TIMEOUT_MS": "3000",
                 "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "400",
             ].merging(environment) { _, new in new })
-        let (application, port) = try await setup.startApplication()
+        let application: Application, port: Int
+        do {
+            (application, port) = try await setup.startApplication()
+        } catch {
+            await setup.tearDown()
+            throw error
+        }
         return ServiceHarness(application: application, port: port, setup: setup)
     }
 
@@ -47,7 +59,7 @@ final class ServiceHarness {
     }
 
     /// Shuts the service and the fake down and drops the database.
-    func stop() async {
+    private func stop() async {
         await application.shutdown()
         await setup.tearDown()
     }
@@ -58,11 +70,7 @@ final class ServiceHarness {
         var headers: [(String, String)] = [("Content-Type", "application/json")]
         if let key { headers.append(("Authorization", "Bearer \(key)")) }
         let text = RawHTTPClient.request(method, target, headers: headers, body: json ?? (method == "GET" ? nil : ""))
-        return try await offLoop {
-            let client = try RawHTTPClient(port: port)
-            try client.send(text)
-            return try client.readResponse(timeout: 40)
-        }
+        return try await RawHTTPClient.exchange(port: port, text, timeout: 40)
     }
 
     /// Posts `receipt` for `userID` and returns the answer.
@@ -79,13 +87,6 @@ final class ServiceHarness {
         let response = try await request("GET", "/v1/users/\(userID)/entitlements\(query)")
         guard response.status == 200 else { throw RawHTTPClient.Failure.malformed("entitlements answered \(response.status): \(response.text)") }
         return try response.json()
-    }
-
-    /// A SQL query against the service's database, for assertions on what it stored.
-    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
-        let connection = try await PostgresConnection.connect(databaseURL)
-        defer { connection.close() }
-        return try await connection.query(text, parameters).rows
     }
 }
 

@@ -33,7 +33,7 @@ enum TestDatabase {
     /// Runs `body` against a fresh, empty database (its conninfo passed in), dropped afterwards. Tests that
     /// create `schema_migrations` or many tables use one so they neither see nor disturb other tests.
     @Loop static func withTemporaryDatabase<T>(_ body: @Loop (String) async throws -> T) async throws -> T {
-        let name = "test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let name = "test_" + randomToken()
         let admin = try await PostgresConnection.connect(try url())
         defer { admin.close() }
         _ = try await admin.query("CREATE DATABASE \(name)")
@@ -49,7 +49,7 @@ enum TestDatabase {
 
     /// A table name no other test uses.
     static func uniqueTableName(_ prefix: String) -> String {
-        prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        prefix + "_" + String(randomToken().prefix(12))
     }
 
     static func environment(_ name: String) throws -> String {
@@ -182,4 +182,9 @@ final class PrivateServer: Sendable {
             throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) exited with \(exitCode)")
         }
     }
+}
+
+/// 32 random lowercase hex digits (a UUID without its dashes): unique names for databases, keys and secrets.
+func randomToken() -> String {
+    UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
 }

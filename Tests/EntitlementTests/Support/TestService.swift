@@ -28,7 +28,7 @@ final class TestService {
                         environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
         let fakePort = try fake.start(port: 0)
-        let name = prefix + "_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let name = prefix + "_" + randomToken()
         let server = try await PostgresConnection.connect(try TestDatabase.url())
         defer { server.close() }
         _ = try await server.query("CREATE DATABASE \(name)")
@@ -59,5 +59,35 @@ final class TestService {
         guard let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
         _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
         server.close()
+    }
+}
+
+/// A harness around a service with a database of its own, which tests query to check what it stored.
+@Loop
+protocol ServiceDatabase: AnyObject {
+    var databaseURL: String { get }
+}
+
+extension ServiceDatabase {
+    /// A SQL statement against the service's database, on a connection of its own.
+    func sql(_ text: String, _ parameters: [any PostgresEncodable] = []) async throws -> [PostgresRow] {
+        let connection = try await PostgresConnection.connect(databaseURL)
+        defer { connection.close() }
+        return try await connection.query(text, parameters).rows
+    }
+}
+
+/// Starts a harness with `start`, runs `body` on it and then `stop`, however `body` ends.
+@Loop
+func withHarness<Harness, T>(start: () async throws -> Harness, stop: (Harness) async -> Void,
+                             _ body: (Harness) async throws -> T) async throws -> T {
+    let harness = try await start()
+    do {
+        let result = try await body(harness)
+        await stop(harness)
+        return result
+    } catch {
+        await stop(harness)
+        throw error
     }
 }
