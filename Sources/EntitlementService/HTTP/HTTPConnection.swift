@@ -234,7 +234,16 @@ final class HTTPConnection {
         guard parsing, !buffered.isEmpty else { return }
         let pending = buffered
         buffered = []
-        pending.withUnsafeBytes { feed($0) }
+        Self.feed(self, pending)
+    }
+
+    /// Feeds `bytes` to `connection` from outside the actor's isolation: a closure formed inside an `@Loop`
+    /// method would ask the concurrency runtime which executor is current.
+    nonisolated private static func feed(_ connection: HTTPConnection, _ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { raw in
+            nonisolated(unsafe) let raw = raw
+            Loop.assumeIsolated { connection.feed(raw) }
+        }
     }
 
     private func deliver(_ event: HTTPParserEvent) {
@@ -262,8 +271,7 @@ final class HTTPConnection {
             return
         }
         let rest = bytes.count - Int(max(written, 0))
-        let copy = UnsafeMutableRawPointer.allocate(byteCount: rest, alignment: 1)
-        bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress! + Int(max(written, 0)), byteCount: rest) }
+        let copy = Self.copyTail(of: bytes, from: Int(max(written, 0)))
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         request.pointee.data = copy
         var buffer = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(rest))
@@ -281,6 +289,13 @@ final class HTTPConnection {
             var buffer = uv_buf_init(UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: CChar.self)), UInt32(raw.count))
             return uv_try_write(cuv_stream(handle), &buffer, 1)
         }
+    }
+
+    /// A fresh allocation holding `bytes[offset...]`; the caller deallocates it.
+    nonisolated private static func copyTail(of bytes: [UInt8], from offset: Int) -> UnsafeMutableRawPointer {
+        let copy = UnsafeMutableRawPointer.allocate(byteCount: bytes.count - offset, alignment: 1)
+        bytes.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress! + offset, byteCount: bytes.count - offset) }
+        return copy
     }
 
     private func didWrite(_ status: Int32) {

@@ -40,14 +40,10 @@ public final class HTTPServer {
         if status != 0 {
             close(fd)
         } else {
-            status = uv_listen(cuv_stream(handle), Int32(clamping: configuration.backlog)) { stream, status in
-                guard let data = stream?.pointee.data else { return }
-                let server = Unmanaged<HTTPServer>.fromOpaque(data).takeUnretainedValue()
-                Loop.assumeIsolated { server.accept(status) }
-            }
+            status = uv_listen(cuv_stream(handle), Int32(clamping: configuration.backlog), Self.onConnection)
         }
         guard status == 0 else {
-            uv_close(cuv_handle(handle)) { $0?.deallocate() }
+            uv_close(cuv_handle(handle), UVHandleClose.free)
             throw HTTPServerError(description: "listen on \(configuration.host):\(configuration.port) failed: \(String(cString: uv_strerror(status)))")
         }
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
@@ -65,12 +61,7 @@ public final class HTTPServer {
         if !shuttingDown {
             shuttingDown = true
             if let listener {
-                uv_close(cuv_handle(listener)) { handle in
-                    guard let handle else { return }
-                    let server = Unmanaged<HTTPServer>.fromOpaque(handle.pointee.data).takeRetainedValue()
-                    handle.deallocate()
-                    Loop.assumeIsolated { server.listenerClosed() }
-                }
+                uv_close(cuv_handle(listener), Self.onListenerClose)
             }
             for connection in Array(connections.values) {
                 connection.shutdown()
@@ -90,7 +81,7 @@ public final class HTTPServer {
         let serving = connections.count - refused.count
         guard uv_accept(cuv_stream(listener), cuv_stream(client)) == 0,
               serving < configuration.maxConnections || refused.count < Self.maxRefusedConnections else {
-            uv_close(cuv_handle(client)) { $0?.deallocate() }
+            uv_close(cuv_handle(client), UVHandleClose.free)
             return
         }
         uv_tcp_nodelay(client, 1)
@@ -123,5 +114,23 @@ public final class HTTPServer {
         let waiters = shutdownWaiters
         shutdownWaiters = []
         for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: - C callbacks
+    //
+    // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
+
+    nonisolated private static let onConnection: uv_connection_cb = { stream, status in
+        guard let data = stream?.pointee.data else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { server.accept(status) }
+    }
+
+    /// Drops the retain `start` took and lets `shutdown` return once the connections are closed too.
+    nonisolated private static let onListenerClose: uv_close_cb = { handle in
+        guard let handle else { return }
+        let server = Unmanaged<HTTPServer>.fromOpaque(handle.pointee.data).takeRetainedValue()
+        handle.deallocate()
+        Loop.assumeIsolated { server.listenerClosed() }
     }
 }

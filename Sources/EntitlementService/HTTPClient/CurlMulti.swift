@@ -19,6 +19,10 @@ final class CurlMulti {
     private var running: [ObjectIdentifier: CurlTransfer] = [:]
     /// Open polls by socket; the same objects libcurl knows through `curl_multi_assign`.
     private var polls: [curl_socket_t: CurlSocketPoll] = [:]
+    /// What the uv timer runs when libcurl's timeout expires; made once, not at every re-arm.
+    private lazy var onTimeout: @Loop () -> Void = { [weak self] in
+        self?.socketAction(ccurl_socket_timeout, flags: 0)
+    }
 
     init(maxConnections: Int, maxHostConnections: Int) {
         precondition(Self.globalInit == CURLE_OK, "curl_global_init failed")
@@ -34,18 +38,9 @@ final class CurlMulti {
         ccurl_multi_setopt_long(multi, CURLMOPT_PIPELINING, 0)
         let this = Unmanaged.passUnretained(self).toOpaque()
         ccurl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, this)
-        ccurl_multi_setopt_socket_callback(multi) { _, socket, what, userp, socketp in
-            guard let userp else { return -1 }
-            let multi = Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue()
-            return Loop.assumeIsolated { multi.socketInterest(socket, what: what, context: socketp) }
-        }
+        ccurl_multi_setopt_socket_callback(multi, Self.onSocket)
         ccurl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, this)
-        ccurl_multi_setopt_timer_callback(multi) { _, timeoutMs, userp in
-            guard let userp else { return -1 }
-            let multi = Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue()
-            Loop.assumeIsolated { multi.rearm(timeoutMs: timeoutMs) }
-            return 0
-        }
+        ccurl_multi_setopt_timer_callback(multi, Self.onTimer)
     }
 
     /// Runs only when no transfer is running (each holds its client, which holds this object). libcurl's
@@ -116,7 +111,8 @@ final class CurlMulti {
     /// libcurl's socket callback: carries out what `CurlSocketEvents` decides. Returns -1 to make libcurl
     /// fail the transfers on a socket that cannot be watched.
     private func socketInterest(_ socket: curl_socket_t, what: Int32, context: UnsafeMutableRawPointer?) -> Int32 {
-        let existing = context.map { Unmanaged<CurlSocketPoll>.fromOpaque($0).takeUnretainedValue() }
+        // `if let`, not `Optional.map`: a closure formed here would cost an executor query on every call.
+        let existing: CurlSocketPoll? = if let context { Unmanaged<CurlSocketPoll>.fromOpaque(context).takeUnretainedValue() } else { nil }
         switch CurlSocketEvents.action(what: what, hasPoll: existing != nil) {
         case .start(let events):
             // A descriptor number libcurl announces afresh has no live poll; close a stale one defensively,
@@ -146,9 +142,25 @@ final class CurlMulti {
             timer.stop()
             return
         }
-        timer.start(after: UInt64(timeoutMs)) { [weak self] in
-            self?.socketAction(ccurl_socket_timeout, flags: 0)
-        }
+        timer.start(after: UInt64(timeoutMs), onTimeout)
+    }
+
+    // MARK: - C callbacks
+    //
+    // Outside the actor's isolation, so libcurl's calls cost no executor query (`Loop.assumeIsolated` checks).
+
+    nonisolated private static let onSocket: ccurl_socket_callback = { _, socket, what, userp, socketp in
+        guard let userp else { return -1 }
+        let multi = Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue()
+        nonisolated(unsafe) let context = socketp
+        return Loop.assumeIsolated { multi.socketInterest(socket, what: what, context: context) }
+    }
+
+    nonisolated private static let onTimer: ccurl_timer_callback = { _, timeoutMs, userp in
+        guard let userp else { return -1 }
+        let multi = Unmanaged<CurlMulti>.fromOpaque(userp).takeUnretainedValue()
+        Loop.assumeIsolated { multi.rearm(timeoutMs: timeoutMs) }
+        return 0
     }
 
     private static let globalInit = curl_global_init(ccurl_global_default)

@@ -32,11 +32,7 @@ final class CurlSocketPoll {
     /// Watches for `events` (`UV_READABLE`/`UV_WRITABLE`), replacing what was watched before.
     func start(events: Int32) -> Bool {
         guard !closed else { return false }
-        let status = uv_poll_start(handle, events) { handle, status, events in
-            guard let data = handle?.pointee.data else { return }
-            let poll = Unmanaged<CurlSocketPoll>.fromOpaque(data).takeUnretainedValue()
-            Loop.assumeIsolated { poll.fired(status: status, events: events) }
-        }
+        let status = uv_poll_start(handle, events, Self.onPoll)
         if status != 0 {
             Log.error("curl_poll_start_failed", ["socket": socket, "error": String(cString: uv_strerror(status))])
         }
@@ -54,14 +50,17 @@ final class CurlSocketPoll {
         guard !closed else { return }
         closed = true
         uv_poll_stop(handle)
-        uv_close(cuv_handle(handle)) { handle in
-            guard let handle else { return }
-            Unmanaged<CurlSocketPoll>.fromOpaque(handle.pointee.data).release()
-            handle.deallocate()
-        }
+        uv_close(cuv_handle(handle), UVHandleClose.releaseAndFree)
     }
 
     private func fired(status: Int32, events: Int32) {
         multi.socketAction(socket, flags: CurlSocketEvents.curlFlags(status: status, events: events))
+    }
+
+    // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
+    nonisolated private static let onPoll: uv_poll_cb = { handle, status, events in
+        guard let data = handle?.pointee.data else { return }
+        let poll = Unmanaged<CurlSocketPoll>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { poll.fired(status: status, events: events) }
     }
 }

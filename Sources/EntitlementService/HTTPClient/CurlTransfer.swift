@@ -89,24 +89,9 @@ final class CurlTransfer {
         options.share(share)
         options.pointer(CURLOPT_PRIVATE, this)
         options.pointer(CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))
-        options.dataCallback(CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
-            guard let userdata else { return 0 }
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
-            let length = size * count
-            return Loop.assumeIsolated {
-                transfer.response.receiveBody(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-            }
-        }
+        options.dataCallback(CURLOPT_WRITEFUNCTION, Self.onBody)
         options.pointer(CURLOPT_WRITEDATA, this)
-        options.dataCallback(CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
-            guard let userdata else { return 0 }
-            let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
-            let length = size * count
-            Loop.assumeIsolated {
-                transfer.response.receiveHeaderLine(UnsafeRawBufferPointer(start: data, count: length))
-            }
-            return length
-        }
+        options.dataCallback(CURLOPT_HEADERFUNCTION, Self.onHeader)
         options.pointer(CURLOPT_HEADERDATA, this)
         switch request.method {
         case .get:
@@ -134,6 +119,30 @@ final class CurlTransfer {
             throw HTTPClientError(kind: .other, curlCode: Int(failure.code.rawValue),
                                   message: "\(failure.option): \(String(cString: curl_easy_strerror(failure.code)))")
         }
+    }
+
+    // MARK: - C callbacks
+    //
+    // Outside the actor's isolation, so libcurl's calls cost no executor query (`Loop.assumeIsolated` checks).
+
+    /// `CURLOPT_WRITEFUNCTION`: a piece of the body; returning less than its length makes libcurl fail the
+    /// transfer (the body limit).
+    nonisolated private static let onBody: ccurl_data_callback = { data, size, count, userdata in
+        guard let userdata else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+        let length = size * count
+        nonisolated(unsafe) let bytes = UnsafeRawBufferPointer(start: data, count: length)
+        return Loop.assumeIsolated { transfer.response.receiveBody(bytes) ? length : 0 }
+    }
+
+    /// `CURLOPT_HEADERFUNCTION`: one header line (status line and final blank line included).
+    nonisolated private static let onHeader: ccurl_data_callback = { data, size, count, userdata in
+        guard let userdata else { return 0 }
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(userdata).takeUnretainedValue()
+        let length = size * count
+        nonisolated(unsafe) let bytes = UnsafeRawBufferPointer(start: data, count: length)
+        Loop.assumeIsolated { transfer.response.receiveHeaderLine(bytes) }
+        return length
     }
 
     /// How long libcurl keeps the parsed CA store for reuse by later connections: a day.

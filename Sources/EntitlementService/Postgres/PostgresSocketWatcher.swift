@@ -46,11 +46,7 @@ final class PostgresSocketWatcher {
             uv_poll_stop(handle)
             return
         }
-        uv_poll_start(handle, events) { handle, status, events in
-            guard let data = handle?.pointee.data else { return }
-            let watcher = Unmanaged<PostgresSocketWatcher>.fromOpaque(data).takeUnretainedValue()
-            Loop.assumeIsolated { watcher.report(status: status, events: events) }
-        }
+        uv_poll_start(handle, events, Self.onPoll)
     }
 
     /// Stops polling now and frees the handle in libuv's close callback.
@@ -58,11 +54,7 @@ final class PostgresSocketWatcher {
         guard !closed else { return }
         closed = true
         onReady = nil
-        uv_close(cuv_handle(handle)) { handle in
-            guard let handle else { return }
-            Unmanaged<PostgresSocketWatcher>.fromOpaque(handle.pointee.data).release()
-            handle.deallocate()
-        }
+        uv_close(cuv_handle(handle), UVHandleClose.releaseAndFree)
     }
 
     /// Reports readable before writable: with a flush pending, libpq wants input consumed first.
@@ -74,5 +66,12 @@ final class PostgresSocketWatcher {
         }
         if events & Int32(UV_READABLE.rawValue) != 0 { onReady?(.readable) }
         if events & Int32(UV_WRITABLE.rawValue) != 0 { onReady?(.writable) }
+    }
+
+    // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
+    nonisolated private static let onPoll: uv_poll_cb = { handle, status, events in
+        guard let data = handle?.pointee.data else { return }
+        let watcher = Unmanaged<PostgresSocketWatcher>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { watcher.report(status: status, events: events) }
     }
 }

@@ -37,7 +37,7 @@ public final class LoopTimer {
         closed = true
         action = nil
         uv_timer_stop(handle)
-        uv_close(cuv_handle(handle), Self.onClose)
+        uv_close(cuv_handle(handle), UVHandleClose.releaseAndFree)
     }
 
     // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
@@ -45,12 +45,6 @@ public final class LoopTimer {
         guard let data = handle?.pointee.data else { return }
         let timer = Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue()
         Loop.assumeIsolated { timer.action?() }
-    }
-
-    nonisolated private static let onClose: uv_close_cb = { handle in
-        guard let handle else { return }
-        Unmanaged<LoopTimer>.fromOpaque(handle.pointee.data).release()
-        handle.deallocate()
     }
 
     /// Suspends the calling task for `milliseconds` on a uv timer.

@@ -15,11 +15,7 @@ public final class SignalWatcher {
         handle = .allocate(capacity: 1)
         uv_signal_init(EventLoop.shared.uv, handle)
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
-        uv_signal_start(handle, { handle, signum in
-            guard let data = handle?.pointee.data else { return }
-            let watcher = Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue()
-            Loop.assumeIsolated { watcher.action(signum) }
-        }, signal)
+        uv_signal_start(handle, Self.onSignal, signal)
     }
 
     /// Stops watching; the handle is freed in libuv's close callback.
@@ -27,10 +23,13 @@ public final class SignalWatcher {
         guard !closed else { return }
         closed = true
         uv_signal_stop(handle)
-        uv_close(cuv_handle(handle)) { handle in
-            guard let handle else { return }
-            Unmanaged<SignalWatcher>.fromOpaque(handle.pointee.data).release()
-            handle.deallocate()
-        }
+        uv_close(cuv_handle(handle), UVHandleClose.releaseAndFree)
+    }
+
+    // Outside the actor's isolation, so libuv's calls cost no executor query (`Loop.assumeIsolated` checks).
+    nonisolated private static let onSignal: uv_signal_cb = { handle, signum in
+        guard let data = handle?.pointee.data else { return }
+        let watcher = Unmanaged<SignalWatcher>.fromOpaque(data).takeUnretainedValue()
+        Loop.assumeIsolated { watcher.action(signum) }
     }
 }
