@@ -54,6 +54,21 @@ import Testing
         #expect(fractional.expires_at == Date(timeIntervalSince1970: 1_795_310_400.5))
     }
 
+    @Test func queryDatesAreRFC3339AndNothingElse() throws {
+        func at(_ value: String) throws -> Date? {
+            try InputRules.queryDate(HTTPRequest(method: "GET", path: "/", query: ["at": value], requestID: "t"), "at")
+        }
+        let instant = Date(timeIntervalSince1970: 1_795_310_400)
+        #expect(try at("2026-11-22T01:20:00Z") == instant)
+        #expect(try at("2026-11-22t01:20:00z") == instant)
+        #expect(try at("2026-11-22T02:20:00+01:00") == instant)
+        #expect(try at("2026-11-22T01:20:00.500Z") == instant.addingTimeInterval(0.5))
+        for bad in ["2026-11-22T02:20:00+0100", "2026-13-01T00:00:00Z", "2026-11-22", "yesterday"] {
+            #expect(throws: ProblemError.self, "\(bad)") { try at(bad) }
+        }
+        #expect(try InputRules.queryDate(HTTPRequest(method: "GET", path: "/", requestID: "t"), "at") == nil)
+    }
+
     @Test func decodeJSONNamesTheField() {
         let missing = problem(#"{"items":[]}"#)
         #expect(missing?.status == 400)

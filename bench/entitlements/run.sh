@@ -4,7 +4,7 @@
 #
 #   ours      wrk → entitlement-service → PostgreSQL: a random user per request (entitlements.lua), app key.
 #   pgbench   pgbench → PostgreSQL: the four statements of EntitlementReader for a random user in one pipeline
-#             (\startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
+#             (BEGIN … COMMIT inside \startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
 #             Once per mode of PGBENCH_MODES: `prepared` parses each statement once per connection, as the
 #             service does when it prepares its pipelined statements (PQsendPrepare), and is the best PostgreSQL
 #             can do for these statements: the headline ratio. `extended` sends unnamed statements, parsed and

@@ -9,11 +9,12 @@ import Foundation
 struct AuditLog {
     let db: PostgresPool
 
-    /// Actions the admin routes record (`ownership.transfer` is written by the purchase recorder).
+    /// The actions recorded: the admin routes' and the purchase recorder's ownership transfers.
     enum Action {
         static let grantCreate = "grant.create"
         static let grantRevoke = "grant.revoke"
         static let productPut = "product.put"
+        static let ownershipTransfer = "ownership.transfer"
     }
 
     /// The statement that records one event; run it in the transaction of the change.

@@ -1,3 +1,4 @@
+import EntitlementModel
 import Foundation
 
 /// One complete request as handlers see it: the head, the whole body, and the route's path parameters.
@@ -72,20 +73,12 @@ public struct HTTPRequest: Sendable, Equatable {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")
         }
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom(Self.decodeDate)
+        decoder.dateDecodingStrategy = .rfc3339
         do {
             return try decoder.decode(T.self, from: Data(body))
         } catch let error as DecodingError {
             throw Self.problem(for: error)
         }
-    }
-
-    private static func decodeDate(_ decoder: Decoder) throws -> Date {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
-        throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected an RFC 3339 timestamp such as 2026-11-22T01:20:00Z")
     }
 
     /// Turns a decoding failure into a 400 problem that names the field, never echoing the body.

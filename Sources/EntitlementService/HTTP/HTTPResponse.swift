@@ -1,3 +1,4 @@
+import EntitlementModel
 import Foundation
 
 /// What a handler answers. The server adds the framing headers itself (`Content-Length`, `Date`,
@@ -47,7 +48,7 @@ public struct HTTPResponse: Sendable, Equatable {
     private static func makeEncoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .rfc3339
         return encoder
     }
 }

@@ -162,10 +162,9 @@ struct PurchaseRecorder {
                 _ = try await connection.query("""
                     UPDATE purchase_owners SET user_id = $2, acquired_at = now() WHERE original_transaction_id = $1
                     """, [id, to])
-                _ = try await connection.query("""
-                    INSERT INTO audit_events (actor, action, subject, user_id, before, after)
-                    VALUES ($1, 'ownership.transfer', $2, $3, jsonb_build_object('user_id', $4::text), jsonb_build_object('user_id', $3::text))
-                    """, [context.actor, id, to, from])
+                let audit = AuditLog.record(actor: context.actor, action: AuditLog.Action.ownershipTransfer, subject: id, userID: to,
+                                            before: try PostgresJSON(encoding: ["user_id": from]), after: try PostgresJSON(encoding: ["user_id": to]))
+                _ = try await connection.query(audit.sql, audit.parameters)
                 Log.info("ownership_transfer", ["original_transaction_id": id, "from": from, "to": to])
                 transferredFrom.append(from)
             }

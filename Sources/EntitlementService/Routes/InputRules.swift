@@ -1,3 +1,4 @@
+import EntitlementModel
 import Foundation
 
 /// Checks of client input shared by the routes; each failure is a 400 problem naming the field.
@@ -46,8 +47,7 @@ enum InputRules {
     /// An RFC 3339 query parameter, or nil when absent.
     static func queryDate(_ request: HTTPRequest, _ name: String) throws -> Date? {
         guard let raw = request.query[name] else { return nil }
-        if let date = try? Date.ISO8601FormatStyle().parse(raw) { return date }
-        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(raw) { return date }
+        if let date = RFC3339.date(from: raw) { return date }
         throw ProblemError.badRequest("'\(name)' must be an RFC 3339 timestamp such as 2026-11-22T01:20:00Z.", field: name)
     }
 
