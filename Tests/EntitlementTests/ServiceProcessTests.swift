@@ -87,29 +87,77 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
-    @Test func workersShareOnePortAndStopTogether() async throws {
+    /// `WORKERS=2` with `PORT=0`: the first process binds a free port once and its copy inherits the socket;
+    /// both accept on it; a `serve` started by mistake on that port fails with one line; SIGTERM to the first
+    /// process reaches the copy at once, not after the first has drained.
+    @Test func workersShareOneSocketRefuseIntrudersAndStopTogether() async throws {
         let setup = try await setUp()
-        let environment = setup.environment
-        let port = try TestDatabase.freePort()
-        let service = try await offLoop {
-            try ServiceProcess(environment: environment.merging(["WORKERS": "2", "PORT": String(port)]) { $1 })
-        }
-        // Both processes log that they serve the same port.
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let (port, parent) = (service.port, service.process.processIdentifier)
+        #expect(port != 0)
         let deadline = RawHTTPClient.now() + 30
-        var serving: [Substring] = []
-        while RawHTTPClient.now() < deadline {
-            serving = service.log.split(separator: "\n").filter { $0.contains("event=serving") && $0.contains("port=\(port)") }
-            if serving.count == 2 { break }
+        while service.servingPIDs(port: port).count < 2 && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 20) }
+        let pids = service.servingPIDs(port: port)
+        try #require(Set(pids).count == 2 && pids.contains(parent), "\(service.log)")
+        let child = pids.first { $0 != parent }!
+
+        // Both processes accept connections on the one socket: the server end of each connection is in one
+        // of them, and over enough connections in each. A connection to the first one is kept for later.
+        let (answered, kept) = try await offLoop {
+            var answered: Set<Int32> = []
+            var kept: RawHTTPClient?
+            for _ in 0..<400 where answered.count < 2 || kept == nil {
+                let client = try RawHTTPClient(port: port)
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                guard try client.readResponse().status == 200,
+                      let owner = ServiceProcess.pid(serving: client, port: port, among: pids) else { continue }
+                answered.insert(owner)
+                if owner == parent { kept = client }
+            }
+            return (answered, kept)
+        }
+        #expect(answered == Set(pids))
+        let held = try #require(kept)
+
+        // A second `serve` on the port fails start-up with one line, before it touches the database.
+        let intruder = try await offLoop {
+            try ServiceProcess(environment: setup.environment.merging(["PORT": String(port)]) { $1 }, waitUntilServing: false)
+        }
+        #expect(try await offLoop { intruder.waitForExit(timeout: 30) } == 1)
+        let lines = intruder.log.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("event=startup_failed") && lines[0].contains("Address already in use"), "\(intruder.log)")
+
+        // A request held in the first process (its table locked) keeps it draining; the copy stops meanwhile.
+        let locker = try await PostgresConnection.connect(setup.databaseURL)
+        _ = try await locker.query("BEGIN")
+        _ = try await locker.query("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE")
+        try await offLoop {
+            try held.send(RawHTTPClient.request("GET", "/v1/orders/\(UUID().uuidString.lowercased())",
+                                                headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")]))
+        }
+        // Watched from outside the locking transaction, whose view of pg_stat_activity stays as first read.
+        let observer = try await PostgresConnection.connect(setup.databaseURL)
+        var blocked = false
+        while !blocked && RawHTTPClient.now() < deadline + 30 {
+            blocked = try await observer.query(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM orders%'").rows[0].int("n") == 1
+        }
+        observer.close()
+        try #require(blocked)
+        let signalled = RawHTTPClient.now()
+        service.signal(SIGTERM)
+        while !service.log.contains("event=stopped pid=\(child)") && RawHTTPClient.now() < signalled + 20 {
             await LoopTimer.sleep(milliseconds: 20)
         }
-        #expect(serving.count == 2, "\(service.log)")
-        for _ in 0..<20 {
-            let health = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/healthz"))
-            #expect(health.status == 200)
-        }
-        service.signal(SIGTERM)
+        #expect(service.log.contains("event=signal signal=15 pid=\(child)"), "\(service.log)")
+        #expect(service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
+        #expect(!service.log.contains("event=stopped pid=\(parent)") && service.process.isRunning)
+        _ = try await locker.query("COMMIT")
+        locker.close()
+        #expect(try await offLoop { try held.readResponse(timeout: 10).status } == 404)
         #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
-        #expect(service.log.components(separatedBy: "event=stopped").count - 1 == 2, "\(service.log)")
+        #expect(RawHTTPClient.now() - signalled < 10)
+        #expect(service.log.contains("event=stopped pid=\(parent)"), "\(service.log)")
         await setup.tearDown()
     }
 }

@@ -55,9 +55,10 @@ final class Application {
         registerMetrics()
     }
 
-    /// Listens and starts the workers; returns the bound port.
-    func start() throws -> Int {
-        let port = try server.start()
+    /// Listens (on `socket` when given, else on the configured address) and starts the workers; returns the
+    /// bound port.
+    func start(socket: Int32? = nil) throws -> Int {
+        let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
         lagMonitor.start()
         Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
@@ -76,18 +77,20 @@ final class Application {
         await receipts.releaseClaims()
         await pool.close()
         lagMonitor.stop()
-        Log.info("stopped")
+        Log.info("stopped", ["pid": getpid()])
     }
 
-    /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
-    func runUntilSignalled() async {
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully. `received` sees the signal first (the
+    /// first process passes it on to its copies there, before draining).
+    func runUntilSignalled(_ received: @escaping @Loop (Int32) -> Void = { _ in }) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var resumed = false
             for signal in [SIGTERM, SIGINT] {
                 signals.append(SignalWatcher(signal: signal) { number in
-                    Log.info("signal", ["signal": number])
+                    Log.info("signal", ["signal": number, "pid": getpid()])
                     guard !resumed else { return }
                     resumed = true
+                    received(number)
                     continuation.resume()
                 })
             }
