@@ -100,6 +100,10 @@ struct ServiceProcessTests {
         let pids = service.servingPIDs(port: port)
         try #require(Set(pids).count == 2 && pids.contains(parent), "\(service.log)")
         let child = pids.first { $0 != parent }!
+        // The first process warns once of what is missing (here the admin keys), naming no value.
+        let warnings = service.log.split(separator: "\n").filter { $0.contains("event=configuration_warning") }
+        #expect(warnings.count == 1 && warnings[0].contains("level=warn") && warnings[0].contains("variable=ADMIN_API_KEYS"), "\(service.log)")
+        #expect(!service.log.contains(ServiceHarness.appKey) && !service.log.contains(ServiceHarness.sharedSecret))
 
         // Both processes accept connections on the one socket: the server end of each connection is in one
         // of them, and over enough connections in each. A connection to the first one is kept for later.

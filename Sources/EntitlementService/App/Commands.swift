@@ -21,8 +21,9 @@ enum Commands {
                 let environment = ProcessInfo.processInfo.environment
                 let copies = try WorkerProcesses.count(environment: environment)
                 // Bound before anything else, so a port in use stops start-up before the database is touched.
-                let socket = try WorkerProcesses.inheritedSocket(environment: environment)
-                    ?? ListeningSocket.bind(host: configuration.listenAddress, port: configuration.port)
+                let inherited = try WorkerProcesses.inheritedSocket(environment: environment)
+                let socket = try inherited ?? ListeningSocket.bind(host: configuration.listenAddress, port: configuration.port)
+                if inherited == nil { configuration.logWarnings() }
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
                 _ = try application.start(socket: socket)
                 let children = try WorkerProcesses.spawn(copies, sharing: socket)
