@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`,
-# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database.
+# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database, and
+# checks that service's /metrics afterwards with `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
@@ -35,6 +36,8 @@ case "${SCHEMATHESIS:-auto}" in
     auto) [ $# -eq 0 ] || exit "$status" ;;
     *) exit "$status" ;;
 esac
+
+ensure_promtool
 
 # The real service (the debug binary just built) on its own database of the throwaway server, with the fake
 # App Store as its Apple, a small catalog and fresh keys; its log is kept to check no secret reached it.
@@ -82,6 +85,14 @@ seed="${SCHEMATHESIS_SEED:-20261122}"
 if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
     BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
         MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
+    # Its metrics after that traffic must pass Prometheus's own checks.
+    if curl -fsS --max-time 10 "http://127.0.0.1:$SERVICE_PORT/metrics" -o "$WORK/metrics.txt" &&
+        "$PROMTOOL" check metrics <"$WORK/metrics.txt"; then
+        echo "promtool: /metrics passed ($(grep -vc '^#' "$WORK/metrics.txt") samples)"
+    else
+        echo "promtool: /metrics FAILED" >&2
+        schemathesis_status=1
+    fi
 else
     tail -n 20 "$WORK/service.log" >&2
     schemathesis_status=1

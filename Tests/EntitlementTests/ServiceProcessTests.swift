@@ -45,6 +45,53 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// A receipt posted while Apple is down, then verified by the retry worker: its attempts are counted by
+    /// outcome and Apple status, the backlog shows it while it waits, and the process figures are plausible.
+    @Test func metricsCountVerificationsAndShowTheBacklogAndTheProcess() async throws {
+        let setup = try await setUp()
+        setup.fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: true)
+        let started = Date().timeIntervalSince1970
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment) }
+        let receipt = FakeReceipt(bundleID: ServiceHarness.bundleID).with {
+            $0.addPurchase("com.example.lifetime", transactionID: "metrics-1", purchased: Date())
+        }
+        #expect(try await post(receipt, user: "metrics-user", port: service.port, waitMs: 5_000).status == 202)
+        let metrics = { try await RawHTTPClient.exchange(port: service.port, RawHTTPClient.request("GET", "/metrics")).text }
+        // The backlog is read every 5 s, not at scrape time.
+        var text = try await metrics()
+        let deadline = RawHTTPClient.now() + 20
+        while !text.contains("\nreceipt_retry_backlog 1\n") && RawHTTPClient.now() < deadline {
+            await LoopTimer.sleep(milliseconds: 200)
+            text = try await metrics()
+        }
+        #expect(text.contains("\nreceipt_retry_backlog 1\n"), "\(text)")
+        #expect(text.contains(#"receipt_verifications_total{outcome="retry_later",apple_status="none"} "#), "\(text)")
+        let age = try #require(Self.value(of: "receipt_retry_oldest_age_seconds", in: text))
+        #expect(age > 0 && age < 60)
+        let start = try #require(Self.value(of: "process_start_time_seconds", in: text))
+        #expect(abs(start - started) < 30)
+        #expect(try #require(Self.value(of: "process_resident_memory_bytes", in: text)) > 1_000_000)
+        #expect(try #require(Self.value(of: "process_open_fds", in: text)) > 3)
+        #expect(try #require(Self.value(of: "process_cpu_seconds_total", in: text)) > 0)
+        #expect(text.contains("# TYPE process_cpu_seconds_total counter"))
+
+        setup.fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: false)
+        while !text.contains("\nreceipt_retry_backlog 0\n") && RawHTTPClient.now() < deadline + 20 {
+            await LoopTimer.sleep(milliseconds: 200)
+            text = try await metrics()
+        }
+        #expect(text.contains(#"receipt_verifications_total{outcome="verified",apple_status="0"} 1"#), "\(text)")
+        #expect(text.contains("\nreceipt_retry_backlog 0\n") && text.contains("\nreceipt_retry_oldest_age_seconds 0\n"), "\(text)")
+        service.signal(SIGTERM)
+        #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
+        await setup.tearDown()
+    }
+
+    /// The value of an unlabelled sample in Prometheus text.
+    private static func value(of name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
+    }
+
     @Test func sigkillLosesNothingAndCountsNothingTwice() async throws {
         let setup = try await setUp(latencyMs: 3_000)
         let (fake, environment) = (setup.fake, setup.environment)

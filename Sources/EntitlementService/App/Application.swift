@@ -51,7 +51,8 @@ final class Application {
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000)]
+        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+                   RetryBacklog.make(submissions: receipts.submissions, intervalMs: 5_000)]
         registerMetrics()
     }
 
@@ -105,5 +106,6 @@ final class Application {
         Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
+        ProcessMetrics.register(on: Metrics.shared)
     }
 }
