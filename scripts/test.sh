@@ -4,6 +4,8 @@
 # checks that service's /metrics afterwards with `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
+# RELEASE_BUILD: `auto` (default) also builds the release product after the tests when no arguments were given
+# (a compiler crash may happen in release builds only), `1` always, `0` never.
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
 # SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
 # SCHEMATHESIS_SEED (default 20261122, so that the test command gives the same answer twice) picks the
@@ -30,6 +32,17 @@ swift build --build-tests
 status=0
 # Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.
 swift test --skip-build --no-parallel "$@" || status=$?
+
+# After the tests, not beside them: the timing-sensitive suites would share the two cores with the compiler.
+if [ "${RELEASE_BUILD:-auto}" = 1 ] || { [ "${RELEASE_BUILD:-auto}" = auto ] && [ $# -eq 0 ]; }; then
+    started=$SECONDS
+    if swift build -c release --product entitlement-service; then
+        echo "release build: $((SECONDS - started)) s" >&2
+    else
+        echo "release build: FAILED" >&2
+        status=1
+    fi
+fi
 
 case "${SCHEMATHESIS:-auto}" in
     1) ;;
