@@ -45,6 +45,23 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// A copy does not outlive its first process, even one killed outright: the kernel sends it SIGTERM.
+    @Test func aCopyStopsWhenItsFirstProcessIsKilled() async throws {
+        let setup = try await setUp()
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let parent = service.process.processIdentifier
+        let deadline = RawHTTPClient.now() + 30
+        while service.servingPIDs(port: service.port).count < 2 && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 20) }
+        let child = try #require(service.servingPIDs(port: service.port).first { $0 != parent }, "\(service.log)")
+        service.signal(SIGKILL)
+        while !service.log.contains("event=stopped pid=\(child)") && RawHTTPClient.now() < deadline {
+            await LoopTimer.sleep(milliseconds: 20)
+        }
+        #expect(service.log.contains("event=signal signal=15 pid=\(child)") && service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
+        await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: service.port) } }
+        await setup.tearDown()
+    }
+
     /// A receipt posted while Apple is down, then verified by the retry worker: its attempts are counted by
     /// outcome and Apple status, the backlog shows it while it waits, and the process figures are plausible.
     @Test func metricsCountVerificationsAndShowTheBacklogAndTheProcess() async throws {

@@ -1,15 +1,19 @@
+import CUV
 import Foundation
 
 /// Several `serve` processes on one listening socket, so the service uses more than one core: the first
 /// process binds the port once, then starts `WORKERS - 1` copies of itself that inherit the socket (its
 /// number in `socketVariable`) and accept on it too. SIGTERM/SIGINT are passed on to the copies as soon as
-/// the first process receives them, and it exits once they have. Every copy runs the whole service,
+/// the first process receives them, and it exits once they have; a copy whose first process is gone (killed
+/// outright) gets SIGTERM from the kernel, so none goes on serving alone. Every copy runs the whole service,
 /// background workers included; they share PostgreSQL, where `FOR UPDATE SKIP LOCKED` keeps them from
 /// taking the same job.
 enum WorkerProcesses {
     /// Set in the environment of the copies: the number of the listening socket they inherit. A process that
     /// has it serves that socket and starts no copies of its own.
     static let socketVariable = "ENTITLEMENT_SERVICE_LISTEN_FD"
+    /// Set in the environment of the copies: the first process's id.
+    static let parentVariable = "ENTITLEMENT_SERVICE_PARENT_PID"
 
     /// How many processes `serve` should run in all: `WORKERS` (default 1), or 1 inside a copy.
     static func count(environment: [String: String]) throws(ConfigurationError) -> Int {
@@ -20,11 +24,16 @@ enum WorkerProcesses {
         return count
     }
 
-    /// The listening socket a first process handed down to this copy; nil in the first process.
-    static func inheritedSocket(environment: [String: String]) throws(ConfigurationError) -> Int32? {
+    /// The listening socket a first process handed down to this copy; nil in the first process. A copy also
+    /// asks for SIGTERM when its first process ends, and fails if that has already happened.
+    static func inheritedSocket(environment: [String: String]) throws -> Int32? {
         guard let raw = environment[socketVariable] else { return nil }
         guard let fd = Int32(raw), fd > 2, ListeningSocket.isListening(fd) else {
             throw ConfigurationError(variable: socketVariable, problem: "must name a listening socket inherited from serve, got '\(raw)'")
+        }
+        let parent = environment[parentVariable].flatMap { pid_t($0) }
+        guard cuv_set_parent_death_signal(SIGTERM) == 0, let parent, getppid() == parent else {
+            throw WorkerProcessError(description: "a copy of serve whose first process (\(environment[parentVariable] ?? "?")) is gone")
         }
         return fd
     }
@@ -35,6 +44,7 @@ enum WorkerProcesses {
         guard count > 1 else { return [] }
         var environment = ProcessInfo.processInfo.environment
         environment[socketVariable] = String(socket)
+        environment[parentVariable] = String(getpid())
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
         let flags = fcntl(socket, F_GETFD)
         guard flags >= 0, fcntl(socket, F_SETFD, flags & ~FD_CLOEXEC) == 0 else { throw failure("fcntl") }
