@@ -54,6 +54,9 @@ import Testing
         #expect(ProcessMetrics.ProcStat.parse("4242 (cut") == nil)
         let own = try #require(ProcessMetrics.ProcStat.read())
         #expect(own.residentPages > 0 && own.startTicks > 0)
+        // /proc files claim a size of 0: read to the end, not one page (this process maps hundreds of areas).
+        let maps = try #require(ProcessMetrics.contents(of: "/proc/self/maps"))
+        #expect(maps.utf8.count > 8_192 && maps.hasSuffix("\n"))
     }
 
     @Test @Loop func loopLagIsMeasuredWhenTheLoopIsBlocked() async {

@@ -23,9 +23,25 @@ public enum ProcessMetrics {
     private static let clockTicks = Double(sysconf(Int32(_SC_CLK_TCK)))
     private static let pageSize = Double(sysconf(Int32(_SC_PAGESIZE)))
 
+    /// The whole text of a /proc file, read until its end: such files claim a size of 0, and readers that
+    /// trust the size stop after the first page.
+    static func contents(of path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return count == 0 ? String(decoding: bytes, as: UTF8.self) : nil }
+            bytes += chunk[..<count]
+        }
+    }
+
     /// The `btime` line of /proc/stat: when the machine booted, in seconds since the epoch.
     private static func bootTime() -> Double? {
-        guard let text = try? String(contentsOfFile: "/proc/stat", encoding: .utf8) else { return nil }
+        guard let text = contents(of: "/proc/stat") else { return nil }
         return text.split(separator: "\n").first { $0.hasPrefix("btime ") }.flatMap { Double($0.dropFirst(6)) }
     }
 
@@ -39,7 +55,7 @@ public enum ProcessMetrics {
         var residentPages: Double
 
         static func read() -> ProcStat? {
-            (try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8)).flatMap(parse)
+            contents(of: "/proc/self/stat").flatMap(parse)
         }
 
         /// Parses a stat line. The command name (field 2) is in parentheses and may hold spaces and

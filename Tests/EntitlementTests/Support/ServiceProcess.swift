@@ -55,7 +55,7 @@ final class ServiceProcess: @unchecked Sendable {
     /// whose addresses match in /proc/net/tcp, looked up among each process's descriptors.
     static func pid(serving client: RawHTTPClient, port: Int, among pids: [Int32]) -> Int32? {
         let ports = (String(format: ":%04X", port), String(format: ":%04X", client.localPort))
-        guard let table = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return nil }
+        guard let table = ProcessMetrics.contents(of: "/proc/net/tcp") else { return nil }
         let row = table.split(separator: "\n").map { $0.split(separator: " ") }.first {
             $0.count > 9 && $0[1].hasSuffix(ports.0) && $0[2].hasSuffix(ports.1)
         }
