@@ -50,13 +50,10 @@ struct ServiceProcessTests {
         let setup = try await setUp()
         let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
         let parent = service.process.processIdentifier
-        let deadline = RawHTTPClient.now() + 30
-        while service.servingPIDs(port: service.port).count < 2 && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 20) }
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: service.port).count == 2 }
         let child = try #require(service.servingPIDs(port: service.port).first { $0 != parent }, "\(service.log)")
         service.signal(SIGKILL)
-        while !service.log.contains("event=stopped pid=\(child)") && RawHTTPClient.now() < deadline {
-            await LoopTimer.sleep(milliseconds: 20)
-        }
+        _ = await eventually(timeout: 30) { service.log.contains("event=stopped pid=\(child)") }
         #expect(service.log.contains("event=signal signal=15 pid=\(child)") && service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
         await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: service.port) } }
         await setup.tearDown()
@@ -75,11 +72,10 @@ struct ServiceProcessTests {
         #expect(try await post(receipt, user: "metrics-user", port: service.port, waitMs: 5_000).status == 202)
         let metrics = { try await RawHTTPClient.exchange(port: service.port, RawHTTPClient.request("GET", "/metrics")).text }
         // The backlog is read every 5 s, not at scrape time.
-        var text = try await metrics()
-        let deadline = RawHTTPClient.now() + 20
-        while !text.contains("\nreceipt_retry_backlog 1\n") && RawHTTPClient.now() < deadline {
-            await LoopTimer.sleep(milliseconds: 200)
+        var text = ""
+        _ = try await eventually(timeout: 20, everyMs: 200) {
             text = try await metrics()
+            return text.contains("\nreceipt_retry_backlog 1\n")
         }
         #expect(text.contains("\nreceipt_retry_backlog 1\n"), "\(text)")
         #expect(text.contains(#"receipt_verifications_total{outcome="retry_later",apple_status="none"} "#), "\(text)")
@@ -93,9 +89,9 @@ struct ServiceProcessTests {
         #expect(text.contains("# TYPE process_cpu_seconds_total counter"))
 
         setup.fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: false)
-        while !text.contains("\nreceipt_retry_backlog 0\n") && RawHTTPClient.now() < deadline + 20 {
-            await LoopTimer.sleep(milliseconds: 200)
+        _ = try await eventually(timeout: 20, everyMs: 200) {
             text = try await metrics()
+            return text.contains("\nreceipt_retry_backlog 0\n")
         }
         #expect(text.contains(#"receipt_verifications_total{outcome="verified",apple_status="0"} 1"#), "\(text)")
         #expect(text.contains("\nreceipt_retry_backlog 0\n") && text.contains("\nreceipt_retry_oldest_age_seconds 0\n"), "\(text)")
@@ -159,8 +155,7 @@ struct ServiceProcessTests {
         let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
         let (port, parent) = (service.port, service.process.processIdentifier)
         #expect(port != 0)
-        let deadline = RawHTTPClient.now() + 30
-        while service.servingPIDs(port: port).count < 2 && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 20) }
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 2 }
         let pids = service.servingPIDs(port: port)
         try #require(Set(pids).count == 2 && pids.contains(parent), "\(service.log)")
         let child = pids.first { $0 != parent }!
@@ -205,18 +200,15 @@ struct ServiceProcessTests {
         }
         // Watched from outside the locking transaction, whose view of pg_stat_activity stays as first read.
         let observer = try await PostgresConnection.connect(setup.databaseURL)
-        var blocked = false
-        while !blocked && RawHTTPClient.now() < deadline + 30 {
-            blocked = try await observer.query(
+        let blocked = try await eventually(timeout: 30) {
+            try await observer.query(
                 "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM orders%'").rows[0].int("n") == 1
         }
         observer.close()
         try #require(blocked)
         let signalled = RawHTTPClient.now()
         service.signal(SIGTERM)
-        while !service.log.contains("event=stopped pid=\(child)") && RawHTTPClient.now() < signalled + 20 {
-            await LoopTimer.sleep(milliseconds: 20)
-        }
+        _ = await eventually(timeout: 20) { service.log.contains("event=stopped pid=\(child)") }
         #expect(service.log.contains("event=signal signal=15 pid=\(child)"), "\(service.log)")
         #expect(service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
         #expect(!service.log.contains("event=stopped pid=\(parent)") && service.process.isRunning)
