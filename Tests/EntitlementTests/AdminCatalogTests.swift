@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 extension AdminTests {
     /// Catalog administration over real HTTP: create and replace one product, list them, every validation error

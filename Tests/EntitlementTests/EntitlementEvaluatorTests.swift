@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 import EntitlementModel
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 // MARK: - Fixtures
 

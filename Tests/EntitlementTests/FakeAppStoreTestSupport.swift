@@ -1,6 +1,9 @@
 import EntitlementModel
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// A fake App Store started in-process on an ephemeral loopback port, with its control API at hand.
 ///

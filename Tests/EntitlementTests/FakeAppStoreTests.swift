@@ -1,7 +1,11 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
+@testable import VerifyBench
 
 /// The fake App Store's decisions and its fake receipts, without any I/O.
 @Suite struct FakeAppStoreTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Every method and path of the route table in API.md, as OpenAPI writes them.
 private let contractRoutes: [(method: String, path: String)] = [

@@ -8,8 +8,6 @@ enum Command: Equatable {
     case fakeAppStore(port: Int, host: String)
     /// Print usage (`--help`, `-h`, `help`).
     case help
-    /// The verification benchmark's driver (`bench-verify …`, used by bench/verify/run.sh; not in the usage).
-    case benchVerify(arguments: [String])
 
     static let usage = """
         usage: entitlement-service <command>
@@ -53,8 +51,6 @@ enum Command: Equatable {
             }
             guard let port else { throw CommandError(message: "fake-app-store needs --port N") }
             return .fakeAppStore(port: port, host: host)
-        case "bench-verify":
-            return .benchVerify(arguments: rest)
         case "--help", "-h", "help":
             return .help
         default:

@@ -1,3 +1,5 @@
+import FakeAppStore
+import ServiceRuntime
 import Foundation
 
 /// Carries out a parsed command; returns the process exit status.
@@ -27,8 +29,6 @@ enum Commands {
                 return 0
             case .fakeAppStore(let port, let host):
                 return await FakeAppStore.runCommand(host: host, port: port)
-            case .benchVerify(let arguments):
-                return await VerifyBenchmark.run(arguments: arguments)
             }
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))

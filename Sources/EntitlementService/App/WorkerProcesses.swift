@@ -1,3 +1,4 @@
+import ServiceRuntime
 import Foundation
 
 /// Several `serve` processes on one port (`SO_REUSEPORT`), so the service uses more than one core: the first

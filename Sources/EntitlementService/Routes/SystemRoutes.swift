@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// Routes anyone may call: liveness, readiness, metrics and the OpenAPI description.
 @Loop
 struct SystemRoutes {

@@ -1,5 +1,8 @@
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The `entitlement-service` executable run as a child process, for what only a real process shows:
 /// SIGTERM and SIGKILL. It is the binary built next to the test bundle.

@@ -1,3 +1,4 @@
+import ServiceRuntime
 import Foundation
 
 /// How a fake App Store behaves when it starts and after `POST /control/reset`; `PUT /control/config`
@@ -15,7 +16,6 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     /// The shared Apple samples beside the repository: `<repo>/../shared/fixtures/apple`.
     public static let defaultFixturesDirectory: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // FakeAppStore
-        .deletingLastPathComponent()  // EntitlementService
         .deletingLastPathComponent()  // Sources
         .deletingLastPathComponent()  // <repo>
         .deletingLastPathComponent()

@@ -1,3 +1,4 @@
+import ServiceRuntime
 import EntitlementModel
 
 /// One programmed answer of the fake App Store, parsed from a control-API step such as `{"status": 21007}`,

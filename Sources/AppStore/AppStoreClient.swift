@@ -1,20 +1,21 @@
+import ServiceRuntime
 import EntitlementModel
 import Foundation
 
 /// Where to reach Apple's verifyReceipt and what to send it; the timeouts are the `HTTPClient`'s.
-struct AppStoreSettings: Sendable {
-    var productionURL: String
-    var sandboxURL: String
+public struct AppStoreSettings: Sendable {
+    public var productionURL: String
+    public var sandboxURL: String
     /// The app's shared secret, sent as `password` with every request. Never logged.
-    var sharedSecret: String?
+    public var sharedSecret: String?
     /// A valid receipt of another bundle is rejected.
-    var bundleID: String?
-}
+    public var bundleID: String?
 
-extension AppStoreSettings {
-    init(_ configuration: Configuration) {
-        self.init(productionURL: configuration.appleProductionURL, sandboxURL: configuration.appleSandboxURL,
-                  sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID)
+    public init(productionURL: String, sandboxURL: String, sharedSecret: String? = nil, bundleID: String? = nil) {
+        self.productionURL = productionURL
+        self.sandboxURL = sandboxURL
+        self.sharedSecret = sharedSecret
+        self.bundleID = bundleID
     }
 }
 
@@ -25,16 +26,16 @@ extension AppStoreSettings {
 /// the final answer. Every exchange is logged with Apple's status and the transport's detail, never the secret
 /// or the receipt.
 @Loop
-final class AppStoreClient: ReceiptVerifier {
+public final class AppStoreClient: ReceiptVerifier {
     private let http: HTTPClient
     private let settings: AppStoreSettings
 
-    init(http: HTTPClient, settings: AppStoreSettings) {
+    public init(http: HTTPClient, settings: AppStoreSettings) {
         self.http = http
         self.settings = settings
     }
 
-    func verify(receiptData: String, firstEnvironment: StoreEnvironment) async -> VerificationFlow.Result {
+    public func verify(receiptData: String, firstEnvironment: StoreEnvironment) async -> VerificationFlow.Result {
         var flow = VerificationFlow(firstEnvironment: firstEnvironment, expectedBundleID: settings.bundleID)
         let body = Self.requestBody(receiptData: receiptData, password: settings.sharedSecret)
         var action = flow.start()

@@ -1,4 +1,4 @@
-import EntitlementModel
+import Timestamps
 import Foundation
 
 /// What a handler answers. The server adds the framing headers itself (`Content-Length`, `Date`,

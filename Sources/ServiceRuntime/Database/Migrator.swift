@@ -54,7 +54,7 @@ public final class Migrator {
         if fileManager.fileExists(atPath: local.path, isDirectory: &isDirectory), isDirectory.boolValue {
             return local
         }
-        // #filePath is <repo>/Sources/EntitlementService/Database/Migrator.swift.
+        // #filePath is <repo>/Sources/ServiceRuntime/Database/Migrator.swift.
         return URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent()

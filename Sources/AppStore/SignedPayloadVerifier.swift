@@ -1,3 +1,4 @@
+import ServiceRuntime
 import Crypto
 import EntitlementModel
 import Foundation
@@ -15,9 +16,14 @@ import X509
 /// they signed stay valid. A payload with no `signedDate` is checked at the current time.
 ///
 /// Pure CPU work (a few ECDSA verifications), cheap enough for the loop thread; the roots are loaded once.
-struct SignedPayloadVerifier: Sendable {
+public struct SignedPayloadVerifier: Sendable {
     /// The trust anchors; Apple Root CA - G3 unless `APPLE_ROOT_CERTIFICATES` names others.
-    let roots: [Certificate]
+    public let roots: [Certificate]
+
+    /// Trusts `roots` (Apple Root CA - G3 unless configured otherwise).
+    public init(roots: [Certificate]) {
+        self.roots = roots
+    }
 
     /// 1.2.840.113635.100.6.11.1: Apple's "receipt signing" marker, required on the leaf.
     static let leafMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
@@ -25,7 +31,7 @@ struct SignedPayloadVerifier: Sendable {
     static let intermediateMarker: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
 
     /// Verifies `jws` and returns its payload; the error says which check failed, for the log.
-    func verify(_ jws: String) throws(SignedPayloadError) -> Data {
+    public func verify(_ jws: String) throws(SignedPayloadError) -> Data {
         let parsed: CompactJWS
         do {
             parsed = try CompactJWS(jws)
@@ -83,9 +89,9 @@ struct SignedPayloadVerifier: Sendable {
 }
 
 /// Why a signed payload is not authentic; for the log (the client sees a generic problem).
-struct SignedPayloadError: Error, Equatable, CustomStringConvertible {
-    var reason: String
-    var description: String { "signed payload rejected: \(reason)" }
+public struct SignedPayloadError: Error, Equatable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "signed payload rejected: \(reason)" }
 
     init(_ reason: String) { self.reason = reason }
 }

@@ -1,11 +1,11 @@
-import EntitlementModel
+import Timestamps
 import Foundation
 
 /// Converts between `Date` and PostgreSQL's timestamp text, with plain calendar arithmetic (proleptic
 /// Gregorian, UTC) rather than locale-dependent formatters.
-enum PostgresTimestamp {
+public enum PostgresTimestamp {
     /// RFC 3339 in UTC with milliseconds, e.g. `2026-11-22T01:20:00.123Z`; years before 1 get ` BC`.
-    static func format(_ date: Date) -> String {
+    public static func format(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         let (days, msOfDay) = floorDivide(millis, 86_400_000)
         let civil = CivilCalendar.civil(fromDays: days)
@@ -19,7 +19,7 @@ enum PostgresTimestamp {
     /// Parses the server's ISO output for `timestamptz`, `timestamp` and `date`
     /// (`2026-11-22 01:20:00.123+00`, `… +05:30`, `… -03:00:00`, `… BC`, `infinity`) as well as RFC 3339
     /// (`2026-11-22T01:20:00Z`). A timestamp without zone is taken as UTC. `nil` when the text is none of these.
-    static func parse(_ text: String) -> Date? {
+    public static func parse(_ text: String) -> Date? {
         switch text {
         case "infinity": return .distantFuture
         case "-infinity": return .distantPast

@@ -2,19 +2,19 @@ import Foundation
 
 extension PostgresJSON {
     /// JSON text already encoded as UTF-8 bytes (a `JSONEncoder` result).
-    init(_ data: Data) {
+    public init(_ data: Data) {
         self.init(String(decoding: data, as: UTF8.self))
     }
 
     /// `value` encoded with `JSONEncoder`.
-    init<T: Encodable>(encoding value: T) throws {
+    public init<T: Encodable>(encoding value: T) throws {
         self.init(try JSONEncoder().encode(value))
     }
 }
 
 extension PostgresResult {
     /// The one row a statement such as `INSERT … RETURNING` must give; a decoding error otherwise.
-    func single() throws -> PostgresRow {
+    public func single() throws -> PostgresRow {
         guard rows.count == 1, let row = rows.first else {
             throw PostgresError(kind: .decoding, message: "expected exactly one row, got \(rows.count)")
         }

@@ -176,7 +176,7 @@ extension JSONDecoder.DateDecodingStrategy {
 /// from 1970-01-01.
 public enum CivilCalendar {
     /// Seconds from 1970-01-01 to Foundation's reference date 2001-01-01.
-    static let unixOfReferenceDate: Int64 = 978_307_200
+    public static let unixOfReferenceDate: Int64 = 978_307_200
 
     /// The day number of a civil date (month 1–12; `day` may run past the month's end, it simply counts on).
     public static func days(year: Int, month: Int, day: Int) -> Int64 {
@@ -204,12 +204,13 @@ public enum CivilCalendar {
     }
 
     /// Whole Unix seconds as a day number and the second within that day (0–86399), also before 1970.
-    static func split(_ unix: Int64) -> (days: Int64, secondOfDay: Int) {
+    public static func split(_ unix: Int64) -> (days: Int64, secondOfDay: Int) {
         let days = unix >= 0 ? unix / 86400 : (unix - 86399) / 86400
         return (days, Int(unix - days * 86400))
     }
 
-    static func daysIn(month: Int, year: Int) -> Int {
+    /// The number of days in `month` of `year`.
+    public static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: isLeap(year) ? 29 : 28
         case 4, 6, 9, 11: 30
@@ -217,7 +218,8 @@ public enum CivilCalendar {
         }
     }
 
-    static func isLeap(_ year: Int) -> Bool {
+    /// True for a Gregorian leap year.
+    public static func isLeap(_ year: Int) -> Bool {
         year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
     }
 }

@@ -1,4 +1,4 @@
-import EntitlementModel
+import Timestamps
 import Foundation
 
 /// One complete request as handlers see it: the head, the whole body, and the route's path parameters.

@@ -1,8 +1,11 @@
+import AppStore
+import FakeAppStore
+import ServiceRuntime
 import CUV
 import EntitlementModel
 import Foundation
 
-/// `entitlement-service bench-verify`: starts `--count` receipt verifications at once through `HTTPClient` and
+/// `verify-bench`: starts `--count` receipt verifications at once through `HTTPClient` and
 /// `AppStoreClient` on the one loop, against a (fake) verifyReceipt endpoint, and prints how long they took
 /// compared with the endpoint's latency, the process's peak RSS and the worst loop stall meanwhile.
 ///
@@ -28,13 +31,13 @@ enum VerifyBenchmark {
         var timeoutMs = 30_000
     }
 
-    /// Runs the benchmark with the command's arguments (after `bench-verify`) and returns the exit status.
+    /// Runs the benchmark with the command's arguments (after the program name) and returns the exit status.
     @Loop static func run(arguments: [String]) async -> Int32 {
         let options: Options
         do {
             options = try parse(arguments)
         } catch {
-            FileHandle.standardError.write(Data("bench-verify: \(error.message)\n".utf8))
+            FileHandle.standardError.write(Data("verify-bench: \(error.message)\n".utf8))
             return 2
         }
         let client = HTTPClient(configuration: HTTPClientConfiguration(
@@ -142,7 +145,7 @@ enum VerifyBenchmark {
     }
 }
 
-/// A bench-verify command line that could not be understood.
+/// A verify-bench command line that could not be understood.
 struct VerifyBenchmarkError: Error, Equatable {
     var message: String
 }

@@ -1,11 +1,12 @@
+import ServiceRuntime
 import Foundation
 import X509
 
 /// The App Store's trust anchor for signed payloads, embedded so that no file is needed in production.
-enum AppleRootCertificate {
+public enum AppleRootCertificate {
     /// Apple Root CA - G3 (DER, SHA-256 63:34:3A:BF:…:91:79), the root of every App Store JWS chain; a public
     /// certificate, as published at apple.com/certificateauthority.
-    static let g3: Certificate = {
+    public static let g3: Certificate = {
         let base64 = """
         MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwSQXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQL
         DB1BcHBsZSBDZXJ0aWZpY2F0aW9uIEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcNMTQwNDMw
