@@ -36,6 +36,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
+            resources: [.embedInCode("openapi.json")],
             swiftSettings: [
                 // Release builds keep the compile-time exclusivity checks but drop the run-time ones, which
                 // cost ~5 % of the request path (a thread-local access set per class property access).

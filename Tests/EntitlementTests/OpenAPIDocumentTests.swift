@@ -37,7 +37,7 @@ private struct Operation {
 }
 
 private func document() throws -> [String: Any] {
-    let parsed = try JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8))
+    let parsed = try JSONSerialization.jsonObject(with: Data(PackageResources.openapi_json))
     return try #require(parsed as? [String: Any])
 }
 
