@@ -72,6 +72,7 @@ let package = Package(
         .executableTarget(
             name: "EntitlementService",
             dependencies: ["ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel"],
+            resources: [.embedInCode("openapi.json")],
             swiftSettings: releaseFlags
         ),
         // bench/verify's driver: many verifyReceipt calls at once on one loop.
