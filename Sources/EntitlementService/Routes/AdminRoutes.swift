@@ -106,10 +106,8 @@ struct AdminRoutes {
     }
 
     private func purchaseReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
-        let from = try AdminInput.requiredQueryInstant(request, "from")
-        let to = try AdminInput.requiredQueryInstant(request, "to")
-        guard from < to else { throw ProblemError.badRequest("'to' must be later than 'from'.", field: "to") }
+        let window = try AdminInput.reportWindow(request, now: Date())
         let environment = try AdminInput.queryEnvironment(request)
-        return .json(try await report.purchases(from: from, to: to, environment: environment, on: db))
+        return .json(try await report.purchases(from: window.from, to: window.to, environment: environment, on: db))
     }
 }
