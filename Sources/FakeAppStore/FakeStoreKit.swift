@@ -206,8 +206,8 @@ struct FakeStoreKit {
     // MARK: - Subscription lifecycle
 
     /// The subscription ended for `intent` (1 voluntary, 2 billing, 3 price increase, 4 product not for
-    /// sale, 5 other): its last period is cut short to `date` (default `now`) if it ran longer, auto-renew
-    /// is off and any billing retry over. `EXPIRED` with the intent's subtype.
+    /// sale, 5 other): its last period ends at `date` (default `now`) if it ran longer, auto-renew is off and
+    /// any billing retry over. `EXPIRED` with the intent's subtype.
     mutating func expire(_ original: String, intent: Int, date: Int64?, now: Int64) throws(FakeStoreKitError) -> Change {
         let (latest, renewal) = try endPeriod(original, at: date ?? now)
         var changed = renewal
@@ -237,7 +237,8 @@ struct FakeStoreKit {
 
     /// The user turned auto-renew on or off: `DID_CHANGE_RENEWAL_STATUS`.
     mutating func setAutoRenew(_ original: String, _ on: Bool) throws(FakeStoreKitError) -> Change {
-        var (latest, renewal) = try subscription(original)
+        let (latest, current) = try subscription(original)
+        var renewal = current
         renewal.autoRenewStatus = on
         renewals[original] = renewal
         return Change(transactionID: latest.transactionID, notificationType: "DID_CHANGE_RENEWAL_STATUS",
@@ -272,7 +273,8 @@ struct FakeStoreKit {
     /// The user downgraded to `productID`, effective at the next renewal: `DID_CHANGE_RENEWAL_PREF` /
     /// `DOWNGRADE`.
     mutating func downgrade(_ original: String, to productID: String) throws(FakeStoreKitError) -> Change {
-        var (latest, renewal) = try subscription(original)
+        let (latest, current) = try subscription(original)
+        var renewal = current
         renewal.autoRenewProductID = productID
         renewals[original] = renewal
         return Change(transactionID: latest.transactionID, notificationType: "DID_CHANGE_RENEWAL_PREF", subtype: "DOWNGRADE")
@@ -289,11 +291,14 @@ struct FakeStoreKit {
         return (latest, renewal)
     }
 
-    /// Cuts the last period of `original` short to `date` when it runs past it.
+    /// Cuts the last period of `original` short to end at `date` when it runs past it (a renewed period
+    /// that had not begun yet then begins at `date` too): the fake cannot wait for time to pass.
     private mutating func endPeriod(_ original: String, at date: Int64) throws(FakeStoreKitError) -> (FakeStoreKitTransaction, FakeStoreKitRenewal) {
-        var (latest, renewal) = try subscription(original)
+        let (running, renewal) = try subscription(original)
+        var latest = running
         if let expires = latest.expiresDate, expires > date {
-            latest.expiresDate = max(date, latest.purchaseDate + 1)
+            latest.expiresDate = date
+            latest.purchaseDate = min(latest.purchaseDate, date)
             transactions[latest.transactionID] = latest
         }
         return (latest, renewal)
