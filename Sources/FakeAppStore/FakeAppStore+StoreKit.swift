@@ -71,18 +71,8 @@ extension FakeAppStore {
             purchase.period = duration
         }
         purchase.price = try body.int("price", in: 0...1_000_000_000).map(Int64.init)
-        if let currency = try body.string("currency") {
-            guard currency.utf8.count == 3, currency.utf8.allSatisfy({ (65...90).contains($0) }) else {
-                throw body.problem("currency", "an ISO 4217 code such as \"USD\"")
-            }
-            purchase.currency = currency
-        }
-        if let storefront = try body.string("storefront") {
-            guard storefront.utf8.count == 3, storefront.utf8.allSatisfy({ (65...90).contains($0) }) else {
-                throw body.problem("storefront", "an ISO 3166-1 alpha-3 code such as \"USA\"")
-            }
-            purchase.storefront = storefront
-        }
+        purchase.currency = try body.code("currency", "an ISO 4217 code such as \"USD\"")
+        purchase.storefront = try body.code("storefront", "an ISO 3166-1 alpha-3 code such as \"USA\"")
         purchase.ownership = try body.choice("in_app_ownership_type", ["PURCHASED": Ownership.purchased, "FAMILY_SHARED": .familyShared])
         purchase.subscriptionGroupIdentifier = try body.string("subscription_group_identifier")
         let notify = try notifyRequest(body)

@@ -49,6 +49,13 @@ struct FakeControlBody {
         return text
     }
 
+    /// Three capital letters (a currency or a country code), or nil when absent; `expectation` says which.
+    func code(_ key: String, _ expectation: String) throws -> String? {
+        guard let text = try string(key) else { return nil }
+        guard text.utf8.count == 3, text.utf8.allSatisfy({ (65...90).contains($0) }) else { throw problem(key, expectation) }
+        return text
+    }
+
     /// An integer in `range`, or nil when absent.
     func int(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let value = members[key] else { return nil }

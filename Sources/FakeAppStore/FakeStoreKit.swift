@@ -140,32 +140,22 @@ struct FakeStoreKit {
         _ original: String, productID: String? = nil, transactionID: String? = nil,
         purchaseDate: Int64? = nil, expiresDate: Int64? = nil, now: Int64
     ) throws(FakeStoreKitError) -> Change {
-        var (latest, renewal) = try subscription(original)
+        let (latest, current) = try subscription(original)
+        var renewal = current
         let status = status(of: original, now: now)
         let lapsed = renewal.isInBillingRetryPeriod || status == .expired || status == .revoked
         let purchased = purchaseDate ?? (lapsed ? now : max(latest.expiresDate ?? now, now))
-        let expires = expiresDate ?? Self.adding(renewal.period, to: purchased)
-        guard expires > purchased else { throw .badRequest("'expires_date' must be after 'purchase_date'.", field: "expires_date") }
-        let id = try newTransactionID(transactionID)
-        latest.transactionID = id
-        latest.productID = productID ?? renewal.autoRenewProductID
-        latest.purchaseDate = purchased
-        latest.expiresDate = expires
-        latest.revocationDate = nil
-        latest.revocationReason = nil
-        latest.isUpgraded = false
-        latest.webOrderLineItemID = nextID()
-        latest.transactionReason = "RENEWAL"
-        transactions[id] = latest
-        chains[original, default: []].append(id)
+        let product = productID ?? renewal.autoRenewProductID
+        let id = try appendPeriod(to: original, after: latest, id: transactionID, productID: product, purchased: purchased,
+                                  expires: expiresDate ?? Self.adding(renewal.period, to: purchased), reason: "RENEWAL")
         let change: Change = switch (renewal.isInBillingRetryPeriod, lapsed) {
         case (true, _): Change(transactionID: id, notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY")
         case (false, true): Change(transactionID: id, notificationType: "SUBSCRIBED", subtype: "RESUBSCRIBE")
         case (false, false): Change(transactionID: id, notificationType: "DID_RENEW")
         }
         if lapsed && !renewal.isInBillingRetryPeriod { renewal.recentSubscriptionStartDate = purchased }
-        renewal.productID = latest.productID
-        renewal.autoRenewProductID = latest.productID
+        renewal.productID = product
+        renewal.autoRenewProductID = product
         renewal.autoRenewStatus = true
         renewal.expirationIntent = nil
         renewal.isInBillingRetryPeriod = false
@@ -251,19 +241,11 @@ struct FakeStoreKit {
     mutating func upgrade(
         _ original: String, to productID: String, transactionID: String?, expiresDate: Int64?, now: Int64
     ) throws(FakeStoreKitError) -> Change {
-        var (latest, renewal) = try subscription(original)
-        let expires = expiresDate ?? Self.adding(renewal.period, to: now)
-        guard expires > now else { throw .badRequest("'expires_date' must be in the future.", field: "expires_date") }
-        let id = try newTransactionID(transactionID)
+        let (latest, current) = try subscription(original)
+        var renewal = current
+        let id = try appendPeriod(to: original, after: latest, id: transactionID, productID: productID, purchased: now,
+                                  expires: expiresDate ?? Self.adding(renewal.period, to: now), reason: "PURCHASE")
         transactions[latest.transactionID]?.isUpgraded = true
-        latest.transactionID = id
-        latest.productID = productID
-        latest.purchaseDate = now
-        latest.expiresDate = expires
-        latest.webOrderLineItemID = nextID()
-        latest.transactionReason = "PURCHASE"
-        transactions[id] = latest
-        chains[original, default: []].append(id)
         renewal.productID = productID
         renewal.autoRenewProductID = productID
         renewals[original] = renewal
@@ -281,6 +263,29 @@ struct FakeStoreKit {
     }
 
     // MARK: - Helpers
+
+    /// Adds a period of `productID` from `purchased` to `expires` to the subscription `original`: a copy of
+    /// its latest transaction (`after`) with a new transaction id (`id` when given) and web order line item,
+    /// neither refunded nor upgraded. Returns its transaction id.
+    private mutating func appendPeriod(
+        to original: String, after latest: FakeStoreKitTransaction, id: String?, productID: String,
+        purchased: Int64, expires: Int64, reason: String
+    ) throws(FakeStoreKitError) -> String {
+        guard expires > purchased else { throw .badRequest("'expires_date' must be after the period's purchase date.", field: "expires_date") }
+        var period = latest
+        period.transactionID = try newTransactionID(id)
+        period.productID = productID
+        period.purchaseDate = purchased
+        period.expiresDate = expires
+        period.revocationDate = nil
+        period.revocationReason = nil
+        period.isUpgraded = false
+        period.webOrderLineItemID = nextID()
+        period.transactionReason = reason
+        transactions[period.transactionID] = period
+        chains[original, default: []].append(period.transactionID)
+        return period.transactionID
+    }
 
     /// The latest transaction and the renewal state of the auto-renewable subscription `original`.
     private func subscription(_ original: String) throws(FakeStoreKitError) -> (FakeStoreKitTransaction, FakeStoreKitRenewal) {

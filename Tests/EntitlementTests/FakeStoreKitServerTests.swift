@@ -233,6 +233,7 @@ import X509
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "app_account_token": "nope"], 400, "app_account_token"),
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "environment": "Xcode"], 400, "environment"),
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "quantity": 0], 400, "quantity"),
+                ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "currency": "usd"], 400, "currency"),
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "auto_renewable", "period": "1M"], 400, "period"),
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "purchase_date": "yesterday"], 400, "purchase_date"),
                 ("POST", "/control/storekit/purchases", ["product_id": "p", "type": "consumable", "transaction_id": .string(consumable)], 409, "transaction_id"),
