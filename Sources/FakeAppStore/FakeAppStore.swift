@@ -2,8 +2,9 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// A fake of Apple's legacy verifyReceipt service, served by the project's own HTTP server on the loop, for
-/// tests, demos, staging and benchmarks.
+/// A fake of the App Store (Apple's legacy verifyReceipt service, and StoreKit 2's signed transactions and
+/// server notifications), served by the project's own HTTP server on the loop, for tests, demos, staging and
+/// benchmarks.
 ///
 /// `POST /verifyReceipt` (production) and `POST /sandbox/verifyReceipt` answer as Apple does, HTTP 200 with
 /// `{"status": N, ...}`: from the scenario programmed for the receipt, else from a `FakeReceipt` carried in
