@@ -97,8 +97,33 @@ public enum EntitlementEvaluator {
             if let current = best[candidate.name], !candidate.outranks(current) { continue }
             best[candidate.name] = candidate
         }
-        return EntitlementReport(asOf: at, entitlements: best.mapValues(\.entitlement),
-                                 unknownProducts: unknownProducts.sorted())
+        var report = EntitlementReport(asOf: at, entitlements: best.mapValues(\.entitlement),
+                                       unknownProducts: unknownProducts.sorted())
+        report.nextInputChange = nextInputDate(transactions: transactions, renewals: renewals, grants: grants, after: at)
+        return report
+    }
+
+    /// The earliest date after `at` carried by the input itself (a purchase, refund, expiry, end of grace,
+    /// grant or revocation still to come): the evaluation may change then even if no entitlement ends.
+    private static func nextInputDate(transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant],
+                                      after at: Date) -> Date? {
+        var next: Date?
+        func consider(_ date: Date?) {
+            guard let date, date > at else { return }
+            next = min(next ?? date, date)
+        }
+        for owned in transactions {
+            consider(owned.transaction.purchaseDate)
+            consider(owned.transaction.cancellationDate)
+            consider(owned.transaction.expiresDate)
+        }
+        for renewal in renewals { consider(renewal.gracePeriodExpiresDate) }
+        for grant in grants {
+            consider(grant.createdAt)
+            consider(grant.expiresAt)
+            consider(grant.revokedAt)
+        }
+        return next
     }
 
     /// Each `transactionID` once: the last copy, keeping the earliest cancellation and any upgrade flag.

@@ -9,6 +9,8 @@ public struct EntitlementReport: Sendable, Hashable {
     /// Product ids (sorted, distinct) of transactions made by `asOf` that the catalog does not know; they grant
     /// nothing, and are worth a log line.
     public var unknownProducts: [String]
+    /// The earliest date after `asOf` that the evaluated data itself carries (see ``nextChange``).
+    public var nextInputChange: Date?
 
     public init(asOf: Date, entitlements: [String: Entitlement], unknownProducts: [String] = []) {
         self.asOf = asOf

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 @Suite struct APIKeysTests {
     let keys = APIKeys(appKeys: ["app-key-one", "app-key-two"], adminKeys: ["admin-key"])

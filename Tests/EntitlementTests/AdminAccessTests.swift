@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 extension AdminTests {
     /// Keys and scopes over real HTTP against the whole service: every admin route refuses a missing or wrong

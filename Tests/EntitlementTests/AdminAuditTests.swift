@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 extension AdminTests {
     /// The audit log over real HTTP: what each admin action and each ownership transfer leaves, newest first,

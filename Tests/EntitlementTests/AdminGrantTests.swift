@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 extension AdminTests {
     /// Grants over real HTTP: made with a duration, an end time or for life, revoked, validated field by field,

@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The real verifyReceipt client (`AppStoreClient` over libcurl) against the fake App Store over loopback:
 /// every kind of answer lands in its class.

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 import X509
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 @Suite struct ConfigurationTests {
     /// The defaults of README.md's configuration table.

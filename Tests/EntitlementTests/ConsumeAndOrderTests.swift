@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// End to end against the real service and PostgreSQL: spending consumables (the same idempotency key spends
 /// once, a short balance is refused) and fulfilling an order named by the receipt's poster.

@@ -2,7 +2,10 @@ import CCurl
 import CUV
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The libcurl-backed HTTP client against a scripted loopback server.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct CurlClientTests {

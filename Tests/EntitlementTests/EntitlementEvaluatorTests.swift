@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 import EntitlementModel
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 // MARK: - Fixtures
 
@@ -557,7 +560,7 @@ extension JSONValue {
         let report = try evaluate([transaction], renewals: [renewal("1000000123")], at: "2026-11-22T01:20:00Z")
         let document = EntitlementsDocument(userID: "u1", report: report, consumables: ["coins": 100])
         // The example API.md shows, as the served OpenAPI document carries it.
-        let openAPI = try JSONValue(json: OpenAPIDocument.json)
+        let openAPI = try JSONValue(json: String(decoding: PackageResources.openapi_json, as: UTF8.self))
         guard case .object(let root) = openAPI, case .object(let components)? = root["components"],
               case .object(let schemas)? = components["schemas"], case .object(let response)? = schemas["EntitlementsResponse"],
               case .array(let examples)? = response["examples"], let example = examples.first else {

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 @Suite struct EventLoopTests {
     @Test func asyncCodeResumesOnTheLoopThread() async {

@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The fake App Store over HTTP: its endpoints, its control API, and waiting without blocking the loop.
 @Suite(.timeLimit(.minutes(1))) struct FakeAppStoreServerTests {

@@ -1,6 +1,9 @@
 import CUV
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The Prometheus registry and the loop lag probe.
 @Suite struct HTTPMetricsTests {

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Request parsing with http-parser: events, pausing between requests, limits.
 @Suite struct HTTPRequestParserTests {

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Route matching and error mapping, without sockets.
 @Suite struct HTTPRouterTests {

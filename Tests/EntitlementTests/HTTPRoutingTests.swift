@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Routing and problem documents, over the wire.
 @Suite struct HTTPRoutingTests {

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Timeouts, the connection limit, slow clients and graceful shutdown.
 @Suite struct HTTPServerConnectionTests {

@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Malformed and oversized requests: each gets its problem answer and the connection is closed, and the
 /// server keeps serving others.

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The server over real loopback sockets: framing, keep-alive, pipelining, bodies, routing and problems.
 @Suite struct HTTPServerTests {

@@ -1,4 +1,7 @@
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// A server on an ephemeral loopback port with a few test routes, and its own metrics registry.
 struct HTTPTestServer: Sendable {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Headers, percent-decoding, JSON bodies, problem documents and response framing.
 @Suite struct HTTPValueTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The loop is never blocked by the database: requests waiting on a lock wait in PostgreSQL and in the pool,
 /// not on the loop thread.

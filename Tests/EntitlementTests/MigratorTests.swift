@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Migrations against a fresh database per test.
 @Suite struct MigratorTests {

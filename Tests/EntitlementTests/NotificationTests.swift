@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// App Store Server Notifications (version 1 and signed version 2) through the real service.
 @Suite(.serialized, .timeLimit(.minutes(2)))

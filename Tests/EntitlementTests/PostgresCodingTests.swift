@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// Parameter encoding and value decoding that need no server.
 @Suite struct PostgresCodingTests {

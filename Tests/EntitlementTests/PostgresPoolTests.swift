@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The connection pool and its transactions against the real server from `scripts/test.sh`.
 @Suite struct PostgresPoolTests {

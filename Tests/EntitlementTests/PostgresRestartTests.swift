@@ -1,6 +1,9 @@
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The pool across a server restart. The restart happens on a private cluster (see `PrivateServer`) so that
 /// it cannot break tests running concurrently against the shared server.

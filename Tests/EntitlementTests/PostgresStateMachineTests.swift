@@ -1,5 +1,8 @@
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The connection's protocol logic, driven event by event without libpq or a socket.
 @Suite struct PostgresStateMachineTests {

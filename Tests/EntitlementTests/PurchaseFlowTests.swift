@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// End to end: receipts posted over HTTP to the real service, verified by the fake App Store, recorded in
 /// PostgreSQL, read back as entitlements.

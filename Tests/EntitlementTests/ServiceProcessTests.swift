@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// What only a real process shows: graceful SIGTERM, and no receipt lost or counted twice across SIGKILL.
 @Suite(.serialized, .timeLimit(.minutes(3)))

@@ -3,7 +3,10 @@ import EntitlementModel
 import Foundation
 import Testing
 import X509
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The shared App Store JWS samples against `SignedPayloadVerifier`, with the outcome SOURCES.md gives each.
 @Suite struct SignedPayloadTests {

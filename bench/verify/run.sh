@@ -20,6 +20,7 @@ LATENCY_MS="${LATENCY_MS:-2000}"
 PERIODS="${PERIODS:-1 12}"
 OUT="${OUT:-$REPO/bench/out/verify}"
 BIN="$REPO/.build/release/entitlement-service"
+BENCH="$REPO/.build/release/verify-bench"
 
 log() { printf '%s\n' "bench: $*" >&2; }
 
@@ -144,7 +145,7 @@ run() {
     curl -fsS -X POST "http://127.0.0.1:$FAKE_PORT/control/reset" >/dev/null
     log "$transport, $periods-period receipt: $COUNT verifications at once (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
     local line
-    line="$("$BIN" bench-verify --production-url "$base/verifyReceipt" --sandbox-url "$base/sandbox/verifyReceipt" \
+    line="$("$BENCH" --production-url "$base/verifyReceipt" --sandbox-url "$base/sandbox/verifyReceipt" \
         --latency-ms "$LATENCY_MS" --count "$COUNT" --periods "$periods" "$@" 2>"$OUT/bench-$transport-$periods.log")" || status=1
     local received ratio verdict
     received="$(curl -fsS "http://127.0.0.1:$FAKE_PORT/control/requests" | grep -o '"count":[0-9]*' | head -1)"

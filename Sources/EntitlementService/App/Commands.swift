@@ -1,3 +1,5 @@
+import FakeAppStore
+import ServiceRuntime
 import Foundation
 
 /// Carries out a parsed command; returns the process exit status.
@@ -30,10 +32,8 @@ enum Commands {
                 await application.runUntilSignalled { WorkerProcesses.signal(children, $0) }
                 await WorkerProcesses.waitForExit(children)
                 return 0
-            case .fakeAppStore(let port, let host):
-                return await FakeAppStore.runCommand(host: host, port: port)
-            case .benchVerify(let arguments):
-                return await VerifyBenchmark.run(arguments: arguments)
+            case .fakeAppStore(let port, let host, let rootCertificateOut):
+                return await FakeAppStore.runCommand(host: host, port: port, rootCertificateOut: rootCertificateOut)
             }
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))

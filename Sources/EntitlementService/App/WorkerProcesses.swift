@@ -1,4 +1,5 @@
 import CUV
+import ServiceRuntime
 import Foundation
 
 /// Several `serve` processes on one listening socket, so the service uses more than one core: the first

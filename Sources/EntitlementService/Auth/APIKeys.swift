@@ -1,7 +1,8 @@
+import ServiceRuntime
 import Foundation
 
 /// The scope a bearer key grants.
-public enum KeyScope: Sendable, Equatable {
+enum KeyScope: Sendable, Equatable {
     /// App backends: every route under `/v1` except `/v1/admin`.
     case app
     /// Admins: every route, admin ones included.
@@ -9,16 +10,16 @@ public enum KeyScope: Sendable, Equatable {
 }
 
 /// Who called: the scope and a key id that is safe to log and audit (`app#2`, `admin#1`), never the key.
-public struct Caller: Sendable, Equatable {
-    public var scope: KeyScope
-    public var keyID: String
+struct Caller: Sendable, Equatable {
+    var scope: KeyScope
+    var keyID: String
 }
 
 /// The configured bearer keys and the constant-time check of a presented one.
-public struct APIKeys: Sendable {
+struct APIKeys: Sendable {
     private let entries: [(key: [UInt8], caller: Caller)]
 
-    public init(appKeys: [String], adminKeys: [String]) {
+    init(appKeys: [String], adminKeys: [String]) {
         entries = adminKeys.enumerated().map { (Array($1.utf8), Caller(scope: .admin, keyID: "admin#\($0 + 1)")) }
             + appKeys.enumerated().map { (Array($1.utf8), Caller(scope: .app, keyID: "app#\($0 + 1)")) }
     }
@@ -27,7 +28,7 @@ public struct APIKeys: Sendable {
     ///
     /// Every configured key is compared in full whatever matches, so the time taken tells nothing about
     /// which key, or how much of one, was right.
-    public func authenticate(authorization: String?) -> Caller? {
+    func authenticate(authorization: String?) -> Caller? {
         guard let authorization else { return nil }
         let scheme = "bearer "
         guard authorization.count > scheme.count, authorization.prefix(scheme.count).lowercased() == scheme else { return nil }

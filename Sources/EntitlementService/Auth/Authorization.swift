@@ -1,3 +1,4 @@
+import ServiceRuntime
 extension APIKeys {
     /// The caller of a `/v1` request, or a 401/403 problem: 401 without a valid key, 403 for an app key on an
     /// admin route. The problem never repeats what was presented.

@@ -1,9 +1,11 @@
+import AppStore
+import ServiceRuntime
 import Foundation
 import SwiftASN1
 import X509
 
 /// What the process does with purchases that another user posts.
-public enum RestorePolicy: String, Sendable {
+enum RestorePolicy: String, Sendable {
     /// The purchase moves to the user who posted it; the move is audited.
     case transfer
     /// The purchase stays with its first owner; the second poster gets 409.
@@ -13,36 +15,38 @@ public enum RestorePolicy: String, Sendable {
 /// Everything the service reads from its environment, validated once at start-up.
 ///
 /// A bad value stops start-up with one line naming the variable; secret values are never echoed.
-public struct Configuration: Sendable {
-    public var listenAddress: String
-    public var port: Int
-    public var databaseURL: String?
-    public var databasePoolSize: Int
-    public var appleSharedSecret: String?
-    public var appleBundleID: String?
-    public var appleProductionURL: String
-    public var appleSandboxURL: String
-    public var appleTimeoutMs: Int
-    public var appleConnectTimeoutMs: Int
+struct Configuration: Sendable {
+    var listenAddress: String
+    var port: Int
+    var databaseURL: String?
+    var databasePoolSize: Int
+    var appleSharedSecret: String?
+    var appleBundleID: String?
+    var appleProductionURL: String
+    var appleSandboxURL: String
+    var appleTimeoutMs: Int
+    var appleConnectTimeoutMs: Int
     /// CA bundle file trusted for the App Store's TLS; loaded once and cached by libcurl.
-    public var appleCABundle: String
+    var appleCABundle: String
     /// Trust anchors for signed (version 2) notifications, read once at start-up; Apple Root CA - G3 by default.
-    public var appleRootCertificates: [Certificate]
-    public var apiKeys: [String]
-    public var adminAPIKeys: [String]
-    public var productsFile: String?
-    public var restorePolicy: RestorePolicy
-    public var retryBaseMs: Int
-    public var retryMaxMs: Int
-    public var maxConnections: Int
-    public var migrationsDirectory: String?
+    var appleRootCertificates: [Certificate]
+    var apiKeys: [String]
+    var adminAPIKeys: [String]
+    var productsFile: String?
+    var restorePolicy: RestorePolicy
+    var retryBaseMs: Int
+    var retryMaxMs: Int
+    var maxConnections: Int
+    var migrationsDirectory: String?
+    /// Users whose entitlements answer each process keeps (`EntitlementCache`); 0 disables the cache.
+    var entitlementCacheSize: Int
 
-    public static let caBundleDefault = "/etc/ssl/certs/ca-certificates.crt"
-    public static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
-    public static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
+    static let caBundleDefault = "/etc/ssl/certs/ca-certificates.crt"
+    static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
+    static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
 
     /// Reads and validates `environment`; throws the first problem found.
-    public init(environment: [String: String]) throws(ConfigurationError) {
+    init(environment: [String: String]) throws(ConfigurationError) {
         let reader = EnvironmentReader(environment: environment)
         listenAddress = reader.string("LISTEN_ADDR") ?? "127.0.0.1"
         port = try reader.int("PORT", default: 8080, in: 0...65535)
@@ -71,11 +75,12 @@ public struct Configuration: Sendable {
         }
         maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
+        entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
     }
 
     /// Settings that are valid but leave part of the service unusable, for `serve` to warn about once at
     /// start-up. They name variables, never values.
-    public var warnings: [ConfigurationWarning] {
+    var warnings: [ConfigurationWarning] {
         var warnings: [ConfigurationWarning] = []
         if apiKeys.isEmpty {
             warnings.append(ConfigurationWarning(variable: "API_KEYS", problem: "is empty: every /v1 app route answers 401"))
@@ -92,31 +97,24 @@ public struct Configuration: Sendable {
     }
 
     /// Logs each of `warnings` as one `configuration_warning` line at `warn` level.
-    public func logWarnings() {
+    func logWarnings() {
         for warning in warnings {
             Log.warning("configuration_warning", ["variable": warning.variable, "problem": warning.problem])
         }
     }
 
     /// Checks what `serve` needs beyond what every subcommand needs.
-    public func validateForServing() throws(ConfigurationError) {
+    func validateForServing() throws(ConfigurationError) {
         guard databaseURL != nil else {
             throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
         }
     }
 }
 
-/// One bad or missing environment variable.
-public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
-    public var variable: String
-    public var problem: String
-    public var description: String { "configuration error: \(variable) \(problem)" }
-}
-
 /// A valid setting that leaves part of the service unusable (`Configuration.warnings`).
-public struct ConfigurationWarning: Equatable, Sendable {
-    public var variable: String
-    public var problem: String
+struct ConfigurationWarning: Equatable, Sendable {
+    var variable: String
+    var problem: String
 }
 
 /// Typed, validated reads of environment variables; empty values count as unset.
@@ -188,5 +186,13 @@ private struct EnvironmentReader {
             }
         }
         return keys
+    }
+}
+
+extension AppStoreSettings {
+    /// The verifyReceipt settings of this configuration.
+    init(_ configuration: Configuration) {
+        self.init(productionURL: configuration.appleProductionURL, sandboxURL: configuration.appleSandboxURL,
+                  sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID)
     }
 }

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// The balance was too small for a consume.
 struct InsufficientBalance: Error, Sendable {
     var balance: Int

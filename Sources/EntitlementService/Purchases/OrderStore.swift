@@ -1,3 +1,4 @@
+import ServiceRuntime
 import Foundation
 
 /// A server-side order carried through a purchase by its `app_account_token`.

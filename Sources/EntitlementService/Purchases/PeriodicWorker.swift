@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// Runs `body` every `intervalMs` on the loop, never two runs at once, until stopped. When a run reports
 /// that it found a full batch, the next run starts at once instead of waiting for the interval. A run that
 /// throws is retried at the next interval; a series of failures is logged once as `worker_failing` (with the

@@ -1,3 +1,4 @@
+import ServiceRuntime
 import EntitlementModel
 import Foundation
 

@@ -1,3 +1,5 @@
+import AppStore
+import ServiceRuntime
 import EntitlementModel
 import Foundation
 

@@ -1,3 +1,5 @@
+import ServiceRuntime
+
 /// The retry backlog on `/metrics`: `receipt_retry_backlog` (submissions awaiting a final answer) and
 /// `receipt_retry_oldest_age_seconds` (how long the oldest has waited), read from the database by a periodic
 /// worker every `intervalMs`, never at scrape time.

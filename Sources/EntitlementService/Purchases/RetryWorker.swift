@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// The background retry of submissions Apple could not answer: claims due rows with
 /// `FOR UPDATE SKIP LOCKED` (so any number of instances cooperate) and verifies them concurrently.
 @Loop

@@ -1,3 +1,4 @@
+import ServiceRuntime
 /// Routes anyone may call: liveness, readiness, metrics and the OpenAPI description.
 @Loop
 struct SystemRoutes {
@@ -19,12 +20,14 @@ struct SystemRoutes {
     }
 
     /// Built once: the liveness answer is the hottest route and never changes.
-    private static let healthy = json(#"{"status":"ok"}"#)
-    private static let openAPI = json(OpenAPIDocument.json)
+    private static let healthy = json(Array(#"{"status":"ok"}"#.utf8))
+    /// `Sources/EntitlementService/openapi.json` as it was at build time (SwiftPM's `embedInCode`), served
+    /// byte for byte: no file is read at run time.
+    private static let openAPI = json(PackageResources.openapi_json)
 
-    private static func json(_ text: String) -> HTTPResponse {
+    private static func json(_ body: [UInt8]) -> HTTPResponse {
         var headers = HTTPHeaders()
         headers.add("Content-Type", "application/json")
-        return HTTPResponse(status: 200, headers: headers, body: Array(text.utf8))
+        return HTTPResponse(status: 200, headers: headers, body: body)
     }
 }

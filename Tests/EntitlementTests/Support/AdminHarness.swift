@@ -1,7 +1,10 @@
 import EntitlementModel
 import Foundation
 import Testing
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The whole service in-process for the admin tests: the real `Application` on port 0 against a database
 /// of its own (created on the `TEST_DATABASE_URL` server, migrated by the application, dropped afterwards),

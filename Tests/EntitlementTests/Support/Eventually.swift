@@ -1,4 +1,4 @@
-@testable import EntitlementService
+import ServiceRuntime
 
 /// Polls `condition` on the loop every `everyMs` until it holds or `timeout` seconds have passed; whether it
 /// held. For conditions only polling can see (another process's log, a database view).

@@ -1,5 +1,8 @@
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// A deliberately simple blocking HTTP/1.1 client over a POSIX socket, for tests that need exact control of
 /// the bytes on the wire: partial requests, pipelining, junk, stalls. Every wait has a deadline. It must run

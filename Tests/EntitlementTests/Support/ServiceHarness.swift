@@ -1,6 +1,9 @@
 import EntitlementModel
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// The whole service in-process for end-to-end tests: the real `Application` on port 0 against a fresh
 /// PostgreSQL database of its own, the fake App Store (also in-process, on port 0) as its Apple, and a small

@@ -1,5 +1,8 @@
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// A failure of the test set-up itself, with a message saying what is missing.
 struct TestSetupError: Error, CustomStringConvertible {

@@ -1,5 +1,8 @@
 import Foundation
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// What every end-to-end test of the service needs around it: the fake App Store in this process, a fresh
 /// database on the `TEST_DATABASE_URL` server, a catalog file, and the environment a service, in this process

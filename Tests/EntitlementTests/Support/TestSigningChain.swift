@@ -2,7 +2,10 @@ import Crypto
 import Foundation
 import SwiftASN1
 import X509
+@testable import AppStore
 @testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
 
 /// A root CA, intermediate and leaf made for one test, shaped like Apple's App Store chain (P-256 keys, Apple's
 /// marker extensions), that signs compact JWS the way the App Store does.

@@ -1,0 +1,217 @@
+import Foundation
+
+extension DerivedEntitlementEvent {
+    /// The event a change from `before` to `after` calls for, or nil when the user's state did not change
+    /// (an event is due exactly when what `GET /v1/users/{user_id}/entitlements` answers changes).
+    ///
+    /// Admin actions, spends, transfers and time name their own type. For Apple's data the type comes from
+    /// the difference itself, entitlement by entitlement, and the most significant one names the event
+    /// (refund, revoke, refund reversed, product change, a purchase, renewal, billing issue, expiration,
+    /// cancellation, uncancellation, then consumable credits):
+    /// - active after, not before: a purchase by the product's type (`initial_purchase` for a subscription,
+    ///   `renewal` when the same subscription had lapsed or `product_change` when it comes back as another
+    ///   product, `refund_reversed` when it had been refunded, `billing_issue` when access is a grace period);
+    /// - active before and after: another product of the subscription → `product_change`; a later end →
+    ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
+    ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
+    /// - active before, not after: refunded → `refund` (`revoke` for a family-shared purchase), otherwise
+    ///   `expiration`;
+    /// - a balance going up → `consumable_purchase`, down → `refund`.
+    /// A difference none of these names (say, a lapsed purchase first seen) takes the notification's own
+    /// meaning when there is one, else `expiration` for a claim that is not active, else `renewal`.
+    public static func derive(before: EntitlementState, after: EntitlementState,
+                              cause: EntitlementChangeCause) -> DerivedEntitlementEvent? {
+        guard before != after else { return nil }
+        switch cause {
+        case .grant:
+            return DerivedEntitlementEvent(type: .grant)
+        case .grantRevoked:
+            return DerivedEntitlementEvent(type: .grantRevoked)
+        case .consumableSpent:
+            return DerivedEntitlementEvent(type: .consumableSpent)
+        case .transferredIn(let from):
+            return DerivedEntitlementEvent(type: .transfer, transferredFrom: from)
+        case .transferredOut(let to):
+            return DerivedEntitlementEvent(type: .transfer, transferredTo: to)
+        case .timePassed:
+            let ended = Self.changes(before: before, after: after).first { $0.type == .expiration }
+            return DerivedEntitlementEvent(type: .expiration, purchase: ended?.purchase, report: nil)
+        case .appStore(let report):
+            if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
+                return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
+            }
+            if let consumable = Self.consumableChange(before: before, after: after) {
+                let bought = report.transactions
+                    .filter { report.productTypes[$0.productID] == .consumable }
+                    .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+                return DerivedEntitlementEvent(
+                    type: consumable, productID: bought?.productID, transactionID: bought?.transactionID,
+                    originalTransactionID: bought?.originalTransactionID)
+            }
+            let fallback = report.notificationType.flatMap { Self.meaning(ofNotification: $0, subtype: report.subtype) }
+            let anyActive = after.entitlements.values.contains(where: \.active)
+            return DerivedEntitlementEvent(type: fallback ?? (anyActive ? .renewal : .expiration))
+        }
+    }
+
+    /// The type an App Store Server Notification (V2 `notificationType` and `subtype`, or a V1
+    /// `notification_type`) names, for changes the difference alone does not name.
+    public static func meaning(ofNotification type: String, subtype: String?) -> EntitlementEventType? {
+        switch (type, subtype) {
+        case ("SUBSCRIBED", "RESUBSCRIBE"), ("DID_RENEW", _), ("RENEWAL_EXTENDED", _), ("RENEWAL", _),
+             ("INTERACTIVE_RENEWAL", _), ("DID_RECOVER", _):
+            .renewal
+        case ("SUBSCRIBED", _), ("INITIAL_BUY", _), ("OFFER_REDEEMED", _):
+            .initialPurchase
+        case ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED"):
+            .cancellation
+        case ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED"):
+            .uncancellation
+        case ("DID_CHANGE_RENEWAL_STATUS", _):
+            nil
+        case ("DID_FAIL_TO_RENEW", _):
+            .billingIssue
+        case ("EXPIRED", _), ("GRACE_PERIOD_EXPIRED", _):
+            .expiration
+        case ("REFUND", _), ("CANCEL", _):
+            .refund
+        case ("REFUND_REVERSED", _):
+            .refundReversed
+        case ("REVOKE", _):
+            .revoke
+        case ("DID_CHANGE_RENEWAL_PREF", _):
+            .productChange
+        default:
+            nil
+        }
+    }
+
+    /// The event about `purchase` (an App Store purchase; nil for grants), with the newest transaction of
+    /// its subscription or product that the report carries.
+    private init(type: EntitlementEventType, purchase: AppStorePurchase?, report: AppStoreReport?) {
+        guard let purchase else {
+            self.init(type: type)
+            return
+        }
+        let transaction = report?.transactions
+            .filter { $0.originalTransactionID == purchase.originalTransactionID }
+            .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        self.init(type: type, productID: purchase.productID, transactionID: transaction?.transactionID,
+                  originalTransactionID: purchase.originalTransactionID, environment: purchase.environment)
+    }
+
+    /// One entitlement's change: its type, how much it matters, and the purchase it is about.
+    private struct Change {
+        var type: EntitlementEventType
+        var purchase: AppStorePurchase?
+
+        /// Lower ranks name the event when several entitlements change at once.
+        var rank: Int {
+            switch type {
+            case .refund: 0
+            case .revoke: 1
+            case .refundReversed: 2
+            case .productChange: 3
+            case .initialPurchase, .nonConsumablePurchase, .nonRenewingPurchase: 4
+            case .renewal: 5
+            case .billingIssue: 6
+            case .expiration: 7
+            case .cancellation: 8
+            case .uncancellation: 9
+            default: 10
+            }
+        }
+    }
+
+    /// Every entitlement's change, in name order (so equal ranks resolve the same way every time).
+    private static func changes(before: EntitlementState, after: EntitlementState) -> [Change] {
+        Set(before.entitlements.keys).union(after.entitlements.keys).sorted().compactMap { name in
+            change(from: before.entitlements[name], to: after.entitlements[name])
+        }
+    }
+
+    private static func change(from old: Entitlement?, to new: Entitlement?) -> Change? {
+        guard old != new else { return nil }
+        let purchase = (new?.source).flatMap(appStorePurchase) ?? (old?.source).flatMap(appStorePurchase)
+        switch (old, new) {
+        case (_, let new?) where new.active:
+            guard let old, old.active else { return Change(type: gained(new, after: old), purchase: purchase) }
+            return Change(type: changedWhileActive(old, new) ?? .renewal, purchase: purchase)
+        case (let old?, _) where old.active:
+            return Change(type: lost(new), purchase: purchase)
+        case (_, let new?):
+            // Inactive before (or unknown) and after: only a newly refunded claim is worth its own name.
+            return Change(type: new.inactiveReason == .refunded ? refundType(new) : .expiration, purchase: purchase)
+        default:
+            return nil
+        }
+    }
+
+    /// Access that starts (or restarts): a purchase of the product's kind.
+    private static func gained(_ new: Entitlement, after old: Entitlement?) -> EntitlementEventType {
+        guard case .appStore(let purchase) = new.source else { return .grant }
+        if purchase.inGracePeriod || purchase.inBillingRetry { return .billingIssue }
+        if let old, case .appStore(let previous) = old.source, previous.originalTransactionID == purchase.originalTransactionID {
+            if old.inactiveReason == .refunded { return .refundReversed }
+            if purchase.productType == .autoRenewable {
+                return previous.productID == purchase.productID ? .renewal : .productChange
+            }
+        }
+        switch purchase.productType {
+        case .autoRenewable: return .initialPurchase
+        case .nonRenewing: return .nonRenewingPurchase
+        case .nonConsumable, .consumable: return .nonConsumablePurchase
+        }
+    }
+
+    /// Access that continues, changed.
+    private static func changedWhileActive(_ old: Entitlement, _ new: Entitlement) -> EntitlementEventType? {
+        guard case .appStore(let after) = new.source else { return nil }
+        guard case .appStore(let before) = old.source else { return gained(new, after: nil) }
+        if before.productID != after.productID {
+            return after.productType == .autoRenewable && before.productType == .autoRenewable
+                ? .productChange : gained(new, after: nil)
+        }
+        if (!before.inBillingRetry && after.inBillingRetry) || (!before.inGracePeriod && after.inGracePeriod) {
+            return .billingIssue
+        }
+        switch (old.expiresAt, new.expiresAt) {
+        case (let earlier?, let later?) where later > earlier:
+            return after.productType == .nonRenewing ? .nonRenewingPurchase : .renewal
+        case (let later?, let earlier?) where earlier < later:
+            return .refund
+        default:
+            break
+        }
+        if before.willRenew != after.willRenew { return after.willRenew ? .uncancellation : .cancellation }
+        return nil
+    }
+
+    /// Access that ends.
+    private static func lost(_ new: Entitlement?) -> EntitlementEventType {
+        guard let new else { return .revoke }
+        switch new.inactiveReason {
+        case .refunded: return refundType(new)
+        case .revoked: return .grantRevoked
+        case .expired, .billingRetryEnded, nil: return .expiration
+        }
+    }
+
+    /// `revoke` for a family-shared purchase (Family Sharing ended), `refund` otherwise.
+    private static func refundType(_ entitlement: Entitlement) -> EntitlementEventType {
+        if case .appStore(let purchase) = entitlement.source, purchase.ownership == .familyShared { return .revoke }
+        return .refund
+    }
+
+    private static func consumableChange(before: EntitlementState, after: EntitlementState) -> EntitlementEventType? {
+        let currencies = Set(before.consumables.keys).union(after.consumables.keys)
+        let deltas = currencies.map { (after.consumables[$0] ?? 0) - (before.consumables[$0] ?? 0) }
+        if deltas.contains(where: { $0 > 0 }) { return .consumablePurchase }
+        if deltas.contains(where: { $0 < 0 }) { return .refund }
+        return nil
+    }
+
+    private static func appStorePurchase(_ source: EntitlementSource) -> AppStorePurchase? {
+        if case .appStore(let purchase) = source { purchase } else { nil }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// Why a user's entitlements or balances changed: the `type` of a webhook event.
+public enum EntitlementEventType: String, Sendable, Hashable, Codable, CaseIterable {
+    case initialPurchase = "initial_purchase"
+    case renewal
+    case nonRenewingPurchase = "non_renewing_purchase"
+    case nonConsumablePurchase = "non_consumable_purchase"
+    case consumablePurchase = "consumable_purchase"
+    /// Auto-renew turned off.
+    case cancellation
+    /// Auto-renew turned back on.
+    case uncancellation
+    case billingIssue = "billing_issue"
+    case expiration
+    case refund
+    case refundReversed = "refund_reversed"
+    /// Family Sharing ended for a shared purchase.
+    case revoke
+    case productChange = "product_change"
+    /// A purchase moved between users; sent for both of them.
+    case transfer
+    case grant
+    case grantRevoked = "grant_revoked"
+    case consumableSpent = "consumable_spent"
+}
+
+/// What a user holds as `GET /v1/users/{user_id}/entitlements` answers it, without its instant: an event is
+/// due exactly when this differs before and after a change.
+public struct EntitlementState: Sendable, Hashable {
+    /// Every entitlement the user has or had, by name.
+    public var entitlements: [String: Entitlement]
+    /// Consumable balances by currency.
+    public var consumables: [String: Int]
+
+    public init(entitlements: [String: Entitlement] = [:], consumables: [String: Int] = [:]) {
+        self.entitlements = entitlements
+        self.consumables = consumables
+    }
+
+    public init(_ document: EntitlementsDocument) {
+        self.init(entitlements: document.entitlements, consumables: document.consumables)
+    }
+}
+
+/// What Apple reported in one recording (a receipt, a signed transaction, a notification or a status
+/// refresh), as far as naming the cause of a change needs it.
+public struct AppStoreReport: Sendable, Hashable {
+    /// The transactions recorded.
+    public var transactions: [StoreTransaction]
+    /// Ids of the transactions this recording stored for the first time.
+    public var newTransactionIDs: Set<String>
+    /// The App Store Server Notification's `notificationType` and `subtype`, when the report is one.
+    public var notificationType: String?
+    public var subtype: String?
+    /// The catalog's type of each recorded product (to tell which transaction bought consumables).
+    public var productTypes: [String: ProductType]
+
+    public init(transactions: [StoreTransaction], newTransactionIDs: Set<String>, notificationType: String? = nil,
+                subtype: String? = nil, productTypes: [String: ProductType] = [:]) {
+        self.transactions = transactions
+        self.newTransactionIDs = newTransactionIDs
+        self.notificationType = notificationType
+        self.subtype = subtype
+        self.productTypes = productTypes
+    }
+}
+
+/// What changed a user's state, as the service knows it when it records the change.
+public enum EntitlementChangeCause: Sendable, Hashable {
+    /// Apple's data was recorded for this user.
+    case appStore(AppStoreReport)
+    /// Purchases moved to this user from another.
+    case transferredIn(from: String)
+    /// Purchases moved from this user to another.
+    case transferredOut(to: String)
+    case grant(id: String)
+    case grantRevoked(id: String)
+    case consumableSpent(currency: String)
+    /// Time alone: an entitlement's end passed.
+    case timePassed
+}
+
+/// One event derived from a change: its type and the purchase it is about (absent where it does not apply).
+public struct DerivedEntitlementEvent: Sendable, Hashable {
+    public var type: EntitlementEventType
+    public var productID: String?
+    public var transactionID: String?
+    public var originalTransactionID: String?
+    public var environment: StoreEnvironment?
+    /// For `transfer`: the previous owner (on the new owner's event) or the new one (on the previous owner's).
+    public var transferredFrom: String?
+    public var transferredTo: String?
+
+    public init(type: EntitlementEventType, productID: String? = nil, transactionID: String? = nil,
+                originalTransactionID: String? = nil, environment: StoreEnvironment? = nil,
+                transferredFrom: String? = nil, transferredTo: String? = nil) {
+        self.type = type
+        self.productID = productID
+        self.transactionID = transactionID
+        self.originalTransactionID = originalTransactionID
+        self.environment = environment
+        self.transferredFrom = transferredFrom
+        self.transferredTo = transferredTo
+    }
+}

@@ -1,0 +1,54 @@
+import Timestamps
+import Foundation
+
+/// What a handler answers. The server adds the framing headers itself (`Content-Length`, `Date`,
+/// `Connection`, `X-Request-Id`); values set here for those names are ignored.
+public struct HTTPResponse: Sendable, Equatable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+    /// Close the connection without answering (the fake App Store's "dropped connection").
+    public var dropsConnection = false
+
+    public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// No answer at all: the connection is closed as if the network broke.
+    public static var dropConnection: HTTPResponse {
+        var response = HTTPResponse(status: 499)
+        response.dropsConnection = true
+        return response
+    }
+
+    /// `value` encoded as JSON (`application/json`, keys sorted, dates as RFC 3339 UTC).
+    ///
+    /// Encoding can fail only for values JSON cannot hold (a non-finite `Double`); that answers a 500
+    /// problem and logs the error, as any other handler failure would.
+    public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
+        do {
+            var headers = HTTPHeaders()
+            headers.add("Content-Type", "application/json")
+            return HTTPResponse(status: status, headers: headers, body: Array(try makeEncoder().encode(value)))
+        } catch {
+            Log.error("json_encoding_failed", ["type": String(describing: T.self), "error": String(describing: error)])
+            return ProblemError(status: 500, detail: "The server failed to produce its answer.").response
+        }
+    }
+
+    /// A text body with the given content type.
+    public static func text(_ text: String, contentType: String = "text/plain; charset=utf-8", status: Int = 200) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", contentType)
+        return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+    }
+
+    private static func makeEncoder() -> JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .rfc3339
+        return encoder
+    }
+}

@@ -1,0 +1,246 @@
+import Foundation
+import Testing
+@testable import EntitlementModel
+
+/// Event types derived from the before and after of an evaluation: on the real receipts replayed one
+/// transaction at a time, and on the changes Apple's renewal info and the admin make.
+@Suite struct EntitlementEventDerivationTests {
+    private static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01T00:00:00Z
+    private static let catalog = try! Catalog(products: [
+        Product(productID: "monthly", type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "g"),
+        Product(productID: "annual", type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "g"),
+        Product(productID: "lifetime", type: .nonConsumable, entitlements: ["pro"]),
+        Product(productID: "pass", type: .nonRenewing, entitlements: ["pass"], duration: ISODuration(months: 1)),
+        Product(productID: "coins", type: .consumable, currency: "coins", amount: 100),
+    ])
+
+    private static func state(_ transactions: [StoreTransaction], renewals: [RenewalInfo] = [], grants: [Grant] = [],
+                              consumables: [String: Int] = [:], catalog: Catalog = catalog, at: Date) -> EntitlementState {
+        let report = EntitlementEvaluator.evaluate(
+            transactions: transactions.map { OwnedTransaction($0, environment: .sandbox) }, renewals: renewals,
+            grants: grants, catalog: catalog, at: at)
+        return EntitlementState(entitlements: report.entitlements, consumables: consumables)
+    }
+
+    private static func appStore(_ transactions: [StoreTransaction], new: [StoreTransaction]? = nil,
+                                 notification: String? = nil, subtype: String? = nil) -> EntitlementChangeCause {
+        .appStore(AppStoreReport(transactions: transactions, newTransactionIDs: Set((new ?? transactions).map(\.transactionID)),
+                                 notificationType: notification, subtype: subtype,
+                                 productTypes: Dictionary(uniqueKeysWithValues: catalog.products.map { ($0.productID, $0.type) })))
+    }
+
+    private static func subscription(_ id: String, chain: String = "100", product: String = "monthly", month: Int,
+                                     cancelled: Date? = nil, ownership: Ownership = .purchased) -> StoreTransaction {
+        let purchased = ISODuration(months: month).adding(to: start)
+        return StoreTransaction(transactionID: id, originalTransactionID: chain, productID: product, purchaseDate: purchased,
+                                expiresDate: ISODuration(months: 1).adding(to: purchased), cancellationDate: cancelled,
+                                ownership: ownership)
+    }
+
+    // MARK: - Real receipts, replayed
+
+    /// Every accepted receipt replayed in purchase order: each transaction that changes what the user holds
+    /// yields exactly one event, of a purchase type for a first purchase and `renewal` within a subscription.
+    @Test(arguments: FixtureEntitlementsTests.accepted)
+    func replayedReceiptsYieldPurchaseEvents(name: String) throws {
+        let response = try AppStoreResponse(jsonData: try Fixtures.data(name))
+        let all = EntitlementEvaluator.distinct(response.transactions().map { OwnedTransaction($0, environment: .sandbox) })
+            .map(\.transaction).sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        let catalog = try FixtureEntitlementsTests.catalog(for: all)
+        var seenChains = Set<String>()
+        for (index, transaction) in all.enumerated() {
+            let at = transaction.purchaseDate.addingTimeInterval(1)
+            let before = Self.state(Array(all[..<index]), catalog: catalog, at: at)
+            let after = Self.state(Array(all[...index]), catalog: catalog, at: at)
+            let event = DerivedEntitlementEvent.derive(before: before, after: after, cause: Self.appStore([transaction]))
+            let note = Comment(rawValue: "\(name) \(transaction.transactionID)")
+            #expect((event == nil) == (before == after), note)
+            guard let event, let product = catalog.product(transaction.productID) else { continue }
+            let allowed: Set<EntitlementEventType>
+            switch product.type {
+            case .autoRenewable:
+                allowed = seenChains.contains(transaction.originalTransactionID)
+                    ? [.renewal, .productChange, .refund, .expiration]
+                    : [.initialPurchase, .productChange, .renewal, .refund, .expiration]
+                seenChains.insert(transaction.originalTransactionID)
+            case .nonConsumable: allowed = [.nonConsumablePurchase, .refund]
+            case .nonRenewing: allowed = [.nonRenewingPurchase, .refund, .expiration]
+            case .consumable: allowed = [.consumablePurchase]
+            }
+            #expect(allowed.contains(event.type), note)
+        }
+    }
+
+    @Test func theRefundedReceiptNamesARefund() throws {
+        let response = try AppStoreResponse(jsonData: try Fixtures.data("verifyreceipt_status0_refunded_sandbox_monza.json"))
+        let refunded = response.transactions()
+        let catalog = try FixtureEntitlementsTests.catalog(for: refunded)
+        let cancelled = try #require(refunded.compactMap(\.cancellationDate).min())
+        let unrefunded = refunded.map { var t = $0; t.cancellationDate = nil; return t }
+        let at = cancelled.addingTimeInterval(1)
+        let event = DerivedEntitlementEvent.derive(
+            before: Self.state(unrefunded, catalog: catalog, at: at), after: Self.state(refunded, catalog: catalog, at: at),
+            cause: Self.appStore(refunded, new: []))
+        #expect(event?.type == .refund)
+        #expect(event?.originalTransactionID == refunded.first { $0.cancellationDate != nil }?.originalTransactionID)
+    }
+
+    @Test func theCrossgradeReceiptNamesAProductChange() throws {
+        let response = try AppStoreResponse(jsonData: try Fixtures.data("verifyreceipt_status0_autorenew_monthly_to_annual_sandbox_revenuecat.json"))
+        let all = response.transactions().sorted { $0.purchaseDate < $1.purchaseDate }
+        let catalog = try FixtureEntitlementsTests.catalog(for: all)
+        let products = all.map(\.productID)
+        let switchIndex = try #require(products.indices.dropFirst().first { products[$0] != products[$0 - 1] })
+        let at = all[switchIndex].purchaseDate.addingTimeInterval(1)
+        let event = DerivedEntitlementEvent.derive(
+            before: Self.state(Array(all[..<switchIndex]), catalog: catalog, at: at),
+            after: Self.state(Array(all[...switchIndex]), catalog: catalog, at: at), cause: Self.appStore([all[switchIndex]]))
+        #expect(event?.type == .productChange)
+        #expect(event?.productID == all[switchIndex].productID)
+    }
+
+    // MARK: - Subscriptions
+
+    @Test func firstPurchaseRenewalAndLapsedRenewal() {
+        let first = Self.subscription("100", month: 0), second = Self.subscription("101", month: 1)
+        let at1 = Self.start.addingTimeInterval(60)
+        let initial = DerivedEntitlementEvent.derive(before: EntitlementState(), after: Self.state([first], at: at1), cause: Self.appStore([first]))
+        #expect(initial == DerivedEntitlementEvent(type: .initialPurchase, productID: "monthly", transactionID: "100",
+                                                   originalTransactionID: "100", environment: .sandbox))
+        let at2 = second.purchaseDate.addingTimeInterval(60)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([first], at: at2), after: Self.state([first, second], at: at2),
+                                               cause: Self.appStore([second]))?.type == .renewal)
+        // A month's gap: the subscription had lapsed, and comes back.
+        let late = Self.subscription("102", month: 3)
+        let at3 = late.purchaseDate.addingTimeInterval(60)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([first, second], at: at3), after: Self.state([first, second, late], at: at3),
+                                               cause: Self.appStore([late]))?.type == .renewal)
+    }
+
+    @Test func renewalInfoChangesNameCancellationUncancellationAndBillingIssue() {
+        let first = Self.subscription("100", month: 0)
+        let at = Self.start.addingTimeInterval(60)
+        let renewing = RenewalInfo(originalTransactionID: "100", productID: "monthly", willRenew: true)
+        var off = renewing
+        off.willRenew = false
+        var retrying = renewing
+        retrying.isInBillingRetryPeriod = true
+        retrying.gracePeriodExpiresDate = first.expiresDate!.addingTimeInterval(86_400 * 6)
+        func type(_ a: RenewalInfo, _ b: RenewalInfo, at: Date = at) -> EntitlementEventType? {
+            DerivedEntitlementEvent.derive(before: Self.state([first], renewals: [a], at: at), after: Self.state([first], renewals: [b], at: at),
+                                           cause: Self.appStore([first], new: []))?.type
+        }
+        #expect(type(renewing, off) == .cancellation)
+        #expect(type(off, renewing) == .uncancellation)
+        #expect(type(renewing, renewing) == nil)
+        // Past the expiry, inside the grace period Apple gave: billing issue.
+        #expect(type(renewing, retrying, at: first.expiresDate!.addingTimeInterval(60)) == .billingIssue)
+    }
+
+    @Test func refundRevokeAndRefundReversed() {
+        let refundedAt = Self.start.addingTimeInterval(3_600)
+        let at = refundedAt.addingTimeInterval(60)
+        let bought = Self.subscription("100", month: 0)
+        let refunded = Self.subscription("100", month: 0, cancelled: refundedAt)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([bought], at: at), after: Self.state([refunded], at: at),
+                                               cause: Self.appStore([refunded], new: []))?.type == .refund)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([refunded], at: at), after: Self.state([bought], at: at),
+                                               cause: Self.appStore([bought], new: []))?.type == .refundReversed)
+        let shared = Self.subscription("100", month: 0, ownership: .familyShared)
+        let sharedRevoked = Self.subscription("100", month: 0, cancelled: refundedAt, ownership: .familyShared)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([shared], at: at), after: Self.state([sharedRevoked], at: at),
+                                               cause: Self.appStore([sharedRevoked], new: []))?.type == .revoke)
+    }
+
+    @Test func upgradeWithinTheGroupIsAProductChange() {
+        let monthly = Self.subscription("100", month: 0)
+        var upgraded = monthly
+        upgraded.isUpgraded = true
+        upgraded.cancellationDate = Self.start.addingTimeInterval(3_600)
+        let annual = StoreTransaction(transactionID: "200", originalTransactionID: "100", productID: "annual",
+                                      purchaseDate: Self.start.addingTimeInterval(3_600),
+                                      expiresDate: ISODuration(years: 1).adding(to: Self.start))
+        let at = Self.start.addingTimeInterval(7_200)
+        let event = DerivedEntitlementEvent.derive(before: Self.state([monthly], at: at), after: Self.state([upgraded, annual], at: at),
+                                                   cause: Self.appStore([upgraded, annual], new: [annual]))
+        #expect(event?.type == .productChange)
+        #expect(event?.productID == "annual" && event?.transactionID == "200")
+    }
+
+    // MARK: - Other products
+
+    @Test func lifetimePassAndConsumablePurchases() {
+        let at = Self.start.addingTimeInterval(60)
+        let lifetime = StoreTransaction(transactionID: "1", originalTransactionID: "1", productID: "lifetime", purchaseDate: Self.start)
+        let pass = StoreTransaction(transactionID: "2", originalTransactionID: "2", productID: "pass", purchaseDate: Self.start)
+        let pass2 = StoreTransaction(transactionID: "3", originalTransactionID: "3", productID: "pass", purchaseDate: Self.start.addingTimeInterval(30))
+        let coins = StoreTransaction(transactionID: "4", originalTransactionID: "4", productID: "coins", purchaseDate: Self.start)
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: Self.state([lifetime], at: at),
+                                               cause: Self.appStore([lifetime]))?.type == .nonConsumablePurchase)
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: Self.state([pass], at: at),
+                                               cause: Self.appStore([pass]))?.type == .nonRenewingPurchase)
+        // A second pass stacks: the same entitlement lasts longer.
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([pass], at: at), after: Self.state([pass, pass2], at: at),
+                                               cause: Self.appStore([pass2]))?.type == .nonRenewingPurchase)
+        let credited = DerivedEntitlementEvent.derive(before: EntitlementState(), after: EntitlementState(consumables: ["coins": 100]),
+                                                      cause: Self.appStore([coins]))
+        #expect(credited == DerivedEntitlementEvent(type: .consumablePurchase, productID: "coins", transactionID: "4", originalTransactionID: "4"))
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
+                                               cause: Self.appStore([coins], new: []))?.type == .refund)
+    }
+
+    // MARK: - Time, admin, spends and transfers
+
+    @Test func timeAloneExpiresAtTheReportsNextChange() throws {
+        let first = Self.subscription("100", month: 0)
+        let at = Self.start.addingTimeInterval(60)
+        let report = EntitlementEvaluator.evaluate(transactions: [OwnedTransaction(first, environment: .sandbox)], renewals: [],
+                                                   grants: [], catalog: Self.catalog, at: at)
+        let end = try #require(report.nextChange)
+        #expect(end == first.expiresDate)
+        let event = DerivedEntitlementEvent.derive(before: Self.state([first], at: at), after: Self.state([first], at: end),
+                                                   cause: .timePassed)
+        #expect(event == DerivedEntitlementEvent(type: .expiration, productID: "monthly", originalTransactionID: "100", environment: .sandbox))
+    }
+
+    @Test func aFutureDatedInputIsTheNextChange() {
+        let later = StoreTransaction(transactionID: "1", originalTransactionID: "1", productID: "lifetime",
+                                     purchaseDate: Self.start.addingTimeInterval(10))
+        let report = EntitlementEvaluator.evaluate(transactions: [OwnedTransaction(later, environment: .sandbox)], renewals: [],
+                                                   grants: [], catalog: Self.catalog, at: Self.start)
+        #expect(report.nextChange == later.purchaseDate)
+        #expect(report.entitlements.isEmpty)
+    }
+
+    @Test func causesThatNameThemselves() {
+        let granted = EntitlementState(entitlements: ["pro": Entitlement(expiresAt: nil, inactiveReason: nil, source: .grant(id: "g", reason: "r"))])
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .grant(id: "g"))?.type == .grant)
+        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .grantRevoked(id: "g"))?.type == .grantRevoked)
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 5]), after: EntitlementState(consumables: ["coins": 4]),
+                                               cause: .consumableSpent(currency: "coins"))?.type == .consumableSpent)
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .transferredIn(from: "u0"))
+                == DerivedEntitlementEvent(type: .transfer, transferredFrom: "u0"))
+        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .transferredOut(to: "u2"))
+                == DerivedEntitlementEvent(type: .transfer, transferredTo: "u2"))
+        #expect(DerivedEntitlementEvent.derive(before: granted, after: granted, cause: .grant(id: "g")) == nil)
+    }
+
+    @Test(arguments: [
+        ("SUBSCRIBED", "INITIAL_BUY", EntitlementEventType.initialPurchase), ("SUBSCRIBED", "RESUBSCRIBE", .renewal),
+        ("DID_RENEW", nil, .renewal), ("DID_RENEW", "BILLING_RECOVERY", .renewal),
+        ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_DISABLED", .cancellation),
+        ("DID_CHANGE_RENEWAL_STATUS", "AUTO_RENEW_ENABLED", .uncancellation), ("DID_FAIL_TO_RENEW", "GRACE_PERIOD", .billingIssue),
+        ("DID_FAIL_TO_RENEW", nil, .billingIssue), ("EXPIRED", "VOLUNTARY", .expiration), ("GRACE_PERIOD_EXPIRED", nil, .expiration),
+        ("REFUND", nil, .refund), ("REFUND_REVERSED", nil, .refundReversed), ("REVOKE", nil, .revoke),
+        ("DID_CHANGE_RENEWAL_PREF", "UPGRADE", .productChange), ("OFFER_REDEEMED", "INITIAL_BUY", .initialPurchase),
+        ("RENEWAL_EXTENDED", nil, .renewal),
+    ] as [(String, String?, EntitlementEventType)])
+    func notificationsHaveAMeaning(type: String, subtype: String?, expected: EntitlementEventType) {
+        #expect(DerivedEntitlementEvent.meaning(ofNotification: type, subtype: subtype) == expected)
+    }
+
+    @Test(arguments: ["TEST", "CONSUMPTION_REQUEST", "PRICE_INCREASE", "REFUND_DECLINED", "RENEWAL_EXTENSION", "EXTERNAL_PURCHASE_TOKEN"])
+    func notificationsThatChangeNothingHaveNone(type: String) {
+        #expect(DerivedEntitlementEvent.meaning(ofNotification: type, subtype: nil) == nil)
+    }
+}
