@@ -91,24 +91,26 @@ final class ReceiptService {
                                                   "apple_status": response.status, "new_transactions": recorded.newTransactions])
                     return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)
                 } catch let conflict as OwnershipConflict {
-                    try await submissions.reject(claim, appleStatus: response.status,
-                                                 detail: "purchase \(conflict.originalTransactionID) belongs to another user", on: db)
+                    try await written(submissions.reject(claim, appleStatus: response.status,
+                                                         detail: "purchase \(conflict.originalTransactionID) belongs to another user", on: db), claim)
                     Log.info("receipt_conflict", ["verification_id": id.lowercasedString, "user_id": submission.userID,
                                                   "original_transaction_id": conflict.originalTransactionID])
                     return .conflict(originalTransactionID: conflict.originalTransactionID)
                 }
             case .rejected(let appleStatus, let detail):
-                try await submissions.reject(claim, appleStatus: appleStatus, detail: detail, on: db)
+                try await written(submissions.reject(claim, appleStatus: appleStatus, detail: detail, on: db), claim)
                 Log.info("receipt_rejected", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "detail": detail])
                 return .rejected(appleStatus: appleStatus, detail: detail)
             case .configurationError(let appleStatus, let detail):
                 let delay = retry.randomDelayMs(attempt: submission.attempts)
-                try await submissions.reschedule(claim, status: .failed, appleStatus: appleStatus, error: detail, delay: .milliseconds(delay), on: db)
+                try await written(submissions.reschedule(claim, status: .failed, appleStatus: appleStatus, error: detail,
+                                                         delay: .milliseconds(delay), on: db), claim)
                 Log.error("apple_configuration_error", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "detail": detail, "retry_in_ms": delay])
                 return .configurationError(appleStatus: appleStatus, detail: detail)
             case .retryLater(let appleStatus, let reason):
                 let delay = retry.randomDelayMs(attempt: submission.attempts)
-                try await submissions.reschedule(claim, status: .pending, appleStatus: appleStatus, error: reason, delay: .milliseconds(delay), on: db)
+                try await written(submissions.reschedule(claim, status: .pending, appleStatus: appleStatus, error: reason,
+                                                         delay: .milliseconds(delay), on: db), claim)
                 Log.warning("receipt_retry_scheduled", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "reason": reason, "retry_in_ms": delay])
                 return .pending
             }
@@ -120,6 +122,11 @@ final class ReceiptService {
             Log.error("receipt_attempt_failed", ["verification_id": id.lowercasedString, "error": String(describing: error)])
             return .pending
         }
+    }
+
+    /// Throws `ClaimSuperseded` when a fenced write found the lease taken over (and so wrote nothing).
+    private func written(_ held: Bool, _ claim: SubmissionClaim) throws {
+        guard held else { throw ClaimSuperseded(verificationID: claim.verificationID) }
     }
 
     /// How many verifications this process runs now.

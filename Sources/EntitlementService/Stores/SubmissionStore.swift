@@ -52,25 +52,27 @@ struct SubmissionStore {
             """, [limit, lease]).rows.map(Self.claimed)
     }
 
-    /// Ends a lease without a final answer: the next attempt is due after `delay`.
+    /// Ends a lease without a final answer: the next attempt is due after `delay`. False, and nothing
+    /// written, when `claim` no longer holds the submission.
     func reschedule(_ claim: SubmissionClaim, status: SubmissionStatus, appleStatus: Int?, error: String, delay: Duration,
-                    on db: some PostgresQueryable) async throws {
-        _ = try await db.query("""
+                    on db: some PostgresQueryable) async throws -> Bool {
+        try await db.query("""
             UPDATE receipt_submissions
                SET status = $3, apple_status = $4, last_error = $5, claimed_until = NULL, updated_at = now(),
                    next_attempt_at = now() + $6
              WHERE verification_id = $1 AND claim_id = $2 AND status IN ('pending', 'failed')
-            """, [claim.verificationID, claim.claimID, status.rawValue, appleStatus, error, delay])
+            """, [claim.verificationID, claim.claimID, status.rawValue, appleStatus, error, delay]).affectedRows == 1
     }
 
-    /// Records a final rejection: nothing was granted.
-    func reject(_ claim: SubmissionClaim, appleStatus: Int?, detail: String, on db: some PostgresQueryable) async throws {
-        _ = try await db.query("""
+    /// Records a final rejection: nothing was granted. False, and nothing written, when `claim` no longer
+    /// holds the submission.
+    func reject(_ claim: SubmissionClaim, appleStatus: Int?, detail: String, on db: some PostgresQueryable) async throws -> Bool {
+        try await db.query("""
             UPDATE receipt_submissions
                SET status = 'invalid', apple_status = $3, last_error = $4, claimed_until = NULL,
                    updated_at = now(), resolved_at = now()
              WHERE verification_id = $1 AND claim_id = $2 AND status IN ('pending', 'failed')
-            """, [claim.verificationID, claim.claimID, appleStatus, detail])
+            """, [claim.verificationID, claim.claimID, appleStatus, detail]).affectedRows == 1
     }
 
     /// Locks the submission for recording Apple's acceptance, in the caller's transaction; false when `claim`
