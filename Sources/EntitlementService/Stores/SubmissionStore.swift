@@ -19,9 +19,13 @@ struct SubmissionStore {
             VALUES ($1, $2, sha256(convert_to($2, 'UTF8')), $3, now() + $4, gen_random_uuid(), 1)
             ON CONFLICT (user_id, receipt_sha256) WHERE status IN ('pending', 'failed')
             DO UPDATE SET updated_at = now()
-            RETURNING \(Self.claimedColumns), (xmax = 0) AS created
+            RETURNING verification_id, claim_id, (xmax = 0) AS created
             """, [userID, receiptData, orderID, lease]).single()
-        return (try row.uuid("verification_id"), try row.bool("created") ? try Self.claimed(row) : nil)
+        let verificationID = try row.uuid("verification_id")
+        guard try row.bool("created") else { return (verificationID, nil) }
+        return (verificationID, ClaimedSubmission(
+            claim: SubmissionClaim(verificationID: verificationID, claimID: try row.uuid("claim_id")),
+            userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1))
     }
 
     /// Claims a submission still in flight for one verification attempt, unless a live lease holds it.

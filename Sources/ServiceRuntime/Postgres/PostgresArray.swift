@@ -82,36 +82,26 @@ enum PostgresArrayText {
         var index = utf8.startIndex
         while true {
             var element: [UInt8] = []
-            var quoted = false
-            if index < utf8.endIndex, utf8[index] == quote {
-                quoted = true
-                index += 1
-                while true {
+            let quoted = index < utf8.endIndex && utf8[index] == quote
+            if quoted { index += 1 }
+            while true {
+                guard index < utf8.endIndex else {
+                    if quoted { return nil }  // an unterminated quote
+                    break
+                }
+                var byte = utf8[index]
+                if quoted ? byte == quote : byte == comma { break }
+                // Unquoted braces or quotes: a nested array (not read) or no array at all.
+                guard quoted || (byte != open && byte != close && byte != quote) else { return nil }
+                if byte == backslash {
+                    index += 1
                     guard index < utf8.endIndex else { return nil }
-                    var byte = utf8[index]
-                    if byte == quote { break }
-                    if byte == backslash {
-                        index += 1
-                        guard index < utf8.endIndex else { return nil }
-                        byte = utf8[index]
-                    }
-                    element.append(byte)
-                    index += 1
+                    byte = utf8[index]
                 }
+                element.append(byte)
                 index += 1
-            } else {
-                while index < utf8.endIndex, utf8[index] != comma {
-                    var byte = utf8[index]
-                    guard byte != open, byte != close, byte != quote else { return nil }  // nested arrays are not read
-                    if byte == backslash {
-                        index += 1
-                        guard index < utf8.endIndex else { return nil }
-                        byte = utf8[index]
-                    }
-                    element.append(byte)
-                    index += 1
-                }
             }
+            if quoted { index += 1 }
             if !quoted && element.count == 4 && String(decoding: element, as: UTF8.self).lowercased() == "null" {
                 elements.append(nil)
             } else {

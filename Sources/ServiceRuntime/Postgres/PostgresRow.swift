@@ -30,7 +30,8 @@ final class PostgresColumnIndex: Sendable {
 ///
 /// `row["column"]` gives the raw text (`nil` for NULL or an unknown column). The typed accessors throw a
 /// `PostgresError` of kind `.decoding` naming the column when it is missing, NULL or of another type; their
-/// `optional…` variants return `nil` for NULL instead.
+/// `optional…` variants return `nil` for NULL instead. Values decode through `PostgresDecodable`, which also
+/// reads the elements of one-dimensional arrays (`row.array("ids", of: UUID.self)`).
 public struct PostgresRow: Sendable {
     let index: PostgresColumnIndex
     let values: [String?]
