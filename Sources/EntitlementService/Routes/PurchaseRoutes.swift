@@ -43,8 +43,8 @@ struct PurchaseRoutes {
             throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
                                extra: ["field": "receipt_data"])
         }
-        let (verificationID, outcome) = try await receipts.submit(userID: userID, receiptData: body.receiptData, orderID: orderID.flatMap(UUID.init(uuidString:)),
-                                                                 waitMs: waitMs, actor: caller.keyID)
+        let (verificationID, outcome) = try await receipts.submit(
+            userID: userID, receiptData: body.receiptData, orderID: orderID.flatMap(UUID.init(uuidString:)), waitMs: waitMs, actor: caller.keyID)
         let id = verificationID.lowercasedString
         switch outcome {
         case nil, .pending?:
