@@ -18,14 +18,3 @@ struct EntitlementReader {
         return EntitlementsDocument(userID: userID, report: report, consumables: snapshot.balances)
     }
 }
-
-/// The `grants` table's rows as the model's `Grant`.
-enum GrantRows {
-    static func grant(_ row: PostgresRow) throws -> Grant {
-        Grant(
-            id: try row.string("grant_id"), userID: try row.string("user_id"),
-            entitlement: try row.string("entitlement"), createdAt: try row.date("created_at"),
-            expiresAt: try row.optionalDate("expires_at"), revokedAt: try row.optionalDate("revoked_at"),
-            reason: try row.string("reason"))
-    }
-}
