@@ -1,6 +1,7 @@
-import ServiceRuntime
+import Crypto
 import EntitlementModel
 import Foundation
+import ServiceRuntime
 
 /// A fake of the App Store (Apple's legacy verifyReceipt service, and StoreKit 2's signed transactions and
 /// server notifications), served by the project's own HTTP server on the loop, for tests, demos, staging and
@@ -75,6 +76,11 @@ public final class FakeAppStore {
     public let signingChain: FakeSigningChain
     var state: FakeAppStoreState
     var storeKit: FakeStoreKit
+    /// The notifications sent, for the Server API's notification history.
+    var notificationLog = FakeNotificationLog()
+    /// The key whose tokens the Server API accepts (its `.p8` is served at `GET /control/server-api`).
+    public let serverAPIKey: P256.Signing.PrivateKey
+    var serverAPI = FakeServerAPIState()
     /// Sends the server notifications.
     private(set) lazy var notifier = HTTPClient(configuration: HTTPClientConfiguration(connectTimeoutMs: 2_000, totalTimeoutMs: 10_000))
     private var server: HTTPServer?
@@ -82,10 +88,13 @@ public final class FakeAppStore {
     private var nextHold = 0
     private var shuttingDown = false
 
-    /// A fake signing with `signingChain` (a fresh one unless given).
-    public init(configuration: FakeAppStoreConfiguration, signingChain: FakeSigningChain = .make()) {
+    /// A fake signing with `signingChain` and accepting Server API tokens of `serverAPIKey` (fresh ones
+    /// unless given).
+    public init(configuration: FakeAppStoreConfiguration, signingChain: FakeSigningChain = .make(),
+                serverAPIKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey()) {
         self.configuration = configuration
         self.signingChain = signingChain
+        self.serverAPIKey = serverAPIKey
         state = FakeAppStoreState(configuration: configuration)
         storeKit = FakeStoreKit(settings: .init(bundleID: configuration.bundleID, appAppleID: configuration.appAppleID))
     }
@@ -127,10 +136,13 @@ public final class FakeAppStore {
         router.post("/control/reset") { [unowned self] _ in
             state.reset()
             storeKit.reset()
+            notificationLog.reset()
+            serverAPI.reset()
             releaseHolds()
             return .json(["reset": true] as JSONValue)
         }
         addStoreKitRoutes(to: router)
+        addServerAPIRoutes(to: router)
     }
 
     // MARK: - verifyReceipt
@@ -138,12 +150,12 @@ public final class FakeAppStore {
     private func verifyReceipt(_ request: HTTPRequest, environment: StoreEnvironment) async -> HTTPResponse {
         let reply = state.verify(environment: environment, body: request.body, now: Date())
         if reply.delayMs > 0, await !hold(milliseconds: reply.delayMs) {
-            return Self.released
+            return Self.releasedResponse
         }
         switch reply.action {
         case .stall:
             _ = await hold(milliseconds: nil)
-            return Self.released
+            return Self.releasedResponse
         case .drop:
             return .dropConnection
         case .respond(let status, let body):
@@ -154,7 +166,7 @@ public final class FakeAppStore {
     }
 
     /// The answer of a request whose wait was cut short by a reset or the shutdown.
-    private static let released = HTTPResponse.text("The fake App Store released this request.\n", status: 503)
+    static let releasedResponse = HTTPResponse.text("The fake App Store released this request.\n", status: 503)
 
     /// Waits `milliseconds` on a loop timer (forever when nil); returns false when a reset or the shutdown
     /// ended the wait first.
