@@ -26,15 +26,15 @@ public struct ServerAPICredentials: Sendable, CustomStringConvertible {
     /// never its contents.
     public static func privateKey(pemFile path: String) throws(ServerAPIKeyError) -> P256.Signing.PrivateKey {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServerAPIKeyError("'\(path)' cannot be read")
+            throw ServerAPIKeyError("'\(path)', which cannot be read")
         }
         guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else {
-            throw ServerAPIKeyError("'\(path)' is not a PEM file (expected the .p8 key from App Store Connect)")
+            throw ServerAPIKeyError("'\(path)', which is not a PEM file (expected the .p8 key from App Store Connect)")
         }
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: text)
         } catch {
-            throw ServerAPIKeyError("'\(path)' does not hold a P-256 private key (PKCS#8 PEM)")
+            throw ServerAPIKeyError("'\(path)', which does not hold a P-256 private key (PKCS#8 PEM)")
         }
     }
 
@@ -51,8 +51,9 @@ public struct ServerAPICredentials: Sendable, CustomStringConvertible {
 
 /// Why the `.p8` key could not be loaded; names the file, never the key.
 public struct ServerAPIKeyError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file and what is wrong with it: `'/path/key.p8', which cannot be read`.
     public var reason: String
-    public var description: String { reason }
+    public var description: String { "the key file \(reason)" }
 
     init(_ reason: String) { self.reason = reason }
 }

@@ -29,11 +29,12 @@ public enum ServerAPIEndpoint: String, Sendable, Hashable, CaseIterable {
         self == .orderLookup ? 10 : 50
     }
 
-    /// The client's own allowance for this endpoint in `environment`: four fifths of Apple's limit, so that a
-    /// backlog drains below the limit rather than at it, with a burst of a second's worth (at least one).
+    /// The client's own allowance for this endpoint in `environment`: four fifths of Apple's limit on average
+    /// and a burst of the last fifth (at least one request), so that no second ever holds more than Apple's
+    /// limit however large the backlog.
     public func allowance(in environment: StoreEnvironment) -> RequestBudget.Allowance {
-        let rate = appleRatePerSecond * (environment == .production ? 1 : 0.1) * 0.8
-        return RequestBudget.Allowance(ratePerSecond: rate, burst: max(1, rate.rounded(.down)))
+        let limit = appleRatePerSecond * (environment == .production ? 1 : 0.1)
+        return RequestBudget.Allowance(ratePerSecond: limit * 0.8, burst: max(1, (limit * 0.2).rounded(.down)))
     }
 
     /// The request budget's key for this endpoint in `environment`: each environment has its own limit.

@@ -70,25 +70,28 @@ extension FakeAppStore {
 
     private func serverAPI(_ request: HTTPRequest, _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment) async -> HTTPResponse {
         let (token, refusal) = authorize(request)
-        let decision = serverAPI.decide(endpoint, environment, path: request.path, token: token, refusal: refusal, now: Self.nowMs())
+        let target = request.path + (request.rawQuery.isEmpty ? "" : "?" + request.rawQuery)
+        let (decision, sequence) = serverAPI.decide(endpoint, environment, path: target, token: token, refusal: refusal, now: Self.nowMs())
         let delay: Int = switch decision {
         case .serve(let delay), .respond(_, _, _, let delay), .drop(let delay): delay
         }
         if delay > 0, await !hold(milliseconds: delay) { return Self.releasedResponse }
+        var response: HTTPResponse
         switch decision {
         case .drop:
             return .dropConnection
         case .respond(let status, let retryAfter, let body, _):
-            var response: HTTPResponse = switch body {
+            response = switch body {
             case .error(let code, let message): .json(["errorCode": .int(code), "errorMessage": .string(message)] as JSONValue, status: status)
             case .text(let text): .text(text, status: status)
             }
             if let retryAfter { response.headers.set("Retry-After", retryAfter) }
-            return response
         case .serve:
             // Rendered after the wait, so that the answer shows the store as it is when it goes out.
-            return answer(request, endpoint, environment, now: Self.nowMs())
+            response = answer(request, endpoint, environment, now: Self.nowMs())
         }
+        serverAPI.answered(sequence, status: response.status)
+        return response
     }
 
     /// The token of `request` as read, and why it is refused (nil: accepted).

@@ -64,6 +64,8 @@ struct FakeServerAPIState {
 
     /// One request as it arrived, for `GET /control/server-api/requests`.
     struct Received: Equatable {
+        /// Its number among every request received.
+        var sequence: Int
         var endpoint: ServerAPIEndpoint
         var environment: StoreEnvironment
         var path: String
@@ -71,6 +73,7 @@ struct FakeServerAPIState {
         var refusal: String?
         /// The token's header and claims as read (nothing when it could not be read).
         var token: ServerAPIToken?
+        /// The HTTP status answered; nil while the answer is pending and for a dropped connection.
         var status: Int?
     }
 
@@ -85,6 +88,7 @@ struct FakeServerAPIState {
     private var faults: SplitMix64
     private(set) var received: [Received] = []
     private(set) var counts: [String: Int] = [:]
+    private var sequence = 0
 
     init(settings: Settings = Settings()) {
         initial = settings
@@ -112,16 +116,20 @@ struct FakeServerAPIState {
     /// answers 503; a refused token 401 (Apple's plain `Unauthenticated`); then the next step programmed for
     /// the request (the most specific scenario first: endpoint and environment, endpoint, environment, any);
     /// then the rate limit (429 `4290000`); then a fault draw; else the store answers. `now` is in
-    /// milliseconds since 1970.
+    /// milliseconds since 1970. Returns the decision and the request's sequence number, for `answered`.
     mutating func decide(_ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment, path: String,
-                         token: ServerAPIToken?, refusal: String?, now: Int64) -> Decision {
+                         token: ServerAPIToken?, refusal: String?, now: Int64) -> (Decision, sequence: Int) {
         counts[endpoint.budgetKey(in: environment), default: 0] += 1
+        sequence += 1
         if received.count == Self.keptRequests { received.removeFirst() }
-        received.append(Received(endpoint: endpoint, environment: environment, path: path, refusal: refusal, token: token))
-        let decision = choose(endpoint, environment, refused: refusal != nil, now: now)
-        if case .respond(let status, _, _, _) = decision { received[received.count - 1].status = status }
-        if case .serve = decision { received[received.count - 1].status = 200 }
-        return decision
+        received.append(Received(sequence: sequence, endpoint: endpoint, environment: environment, path: path, refusal: refusal, token: token))
+        return (choose(endpoint, environment, refused: refusal != nil, now: now), sequence)
+    }
+
+    /// Notes the HTTP status the request `sequence` was answered with.
+    mutating func answered(_ sequence: Int, status: Int) {
+        guard let index = received.lastIndex(where: { $0.sequence == sequence }) else { return }
+        received[index].status = status
     }
 
     private mutating func choose(_ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment, refused: Bool, now: Int64) -> Decision {

@@ -65,8 +65,9 @@ import Testing
     @Test func everyEndpointStaysBelowApplesLimitInEachEnvironment() {
         for endpoint in ServerAPIEndpoint.allCases {
             let production = endpoint.allowance(in: .production), sandbox = endpoint.allowance(in: .sandbox)
-            #expect(production.ratePerSecond < endpoint.appleRatePerSecond && production.burst <= endpoint.appleRatePerSecond)
-            #expect(sandbox.ratePerSecond < endpoint.appleRatePerSecond / 10 && sandbox.burst >= 1)
+            // A full bucket spent at once plus a second of refill never passes Apple's limit for a second.
+            #expect(production.ratePerSecond + production.burst <= endpoint.appleRatePerSecond)
+            #expect(sandbox.ratePerSecond < endpoint.appleRatePerSecond / 10 && sandbox.burst == 1)
             #expect(ServerAPIEndpoint.allowances[endpoint.budgetKey(in: .sandbox)] == sandbox)
         }
         #expect(ServerAPIEndpoint.orderLookup.allowance(in: .production).ratePerSecond == 8)

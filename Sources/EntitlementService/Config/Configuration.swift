@@ -38,6 +38,8 @@ struct Configuration: Sendable {
     var retryMaxMs: Int
     var maxConnections: Int
     var migrationsDirectory: String?
+    /// The App Store Server API: its key (when configured), URLs and the notification history interval.
+    var appleServerAPI: ServerAPIConfiguration
 
     static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
     static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
@@ -72,6 +74,7 @@ struct Configuration: Sendable {
         }
         maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
+        appleServerAPI = try ServerAPIConfiguration(reader, bundleID: appleBundleID)
     }
 
     /// Checks what `serve` needs beyond what every subcommand needs.
@@ -83,7 +86,7 @@ struct Configuration: Sendable {
 }
 
 /// Typed, validated reads of environment variables; empty values count as unset.
-private struct EnvironmentReader {
+struct EnvironmentReader {
     let environment: [String: String]
 
     func string(_ name: String) -> String? {
