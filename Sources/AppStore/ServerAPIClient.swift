@@ -130,6 +130,7 @@ public final class ServerAPIClient {
                     guard until < deadline else { return .rateLimited(until: until) }
                     action = flow.resend()
                 case .retryLater(let detail):
+                    guard !Task.isCancelled else { return .retryLater(until: nil, detail: detail + "; the call was cancelled") }
                     retries += 1
                     let resume = Date().addingTimeInterval(Double(settings.retry.randomDelayMs(attempt: retries)) / 1_000)
                     guard resume < deadline else { return .retryLater(until: resume, detail: detail) }

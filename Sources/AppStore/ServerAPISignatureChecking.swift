@@ -19,13 +19,6 @@ public enum SignedFieldKind: String, Sendable, Hashable {
     case notification
 }
 
-extension SignedPayloadVerifier: ServerAPISignatureChecking {
-    /// Every kind goes through the same chain and signature checks.
-    public func verifiedPayload(of jws: String, kind: SignedFieldKind) async throws -> Data {
-        try verify(jws)
-    }
-}
-
 /// A signed field of an answer once verified: the JWS as Apple sent it and its decoded payload.
 public struct ServerAPISigned<Payload: Sendable & Hashable>: Sendable, Hashable {
     /// The compact JWS, to keep or pass on as received.

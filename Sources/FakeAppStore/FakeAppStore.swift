@@ -15,8 +15,9 @@ import ServiceRuntime
 ///   answers for one receipt, taken in order, the last repeating (steps: `FakeStep`).
 /// - `PUT /control/config` `{"shared_secret": "..."|null, "latency_ms": N, "outage": bool}`; `GET` reads it.
 /// - `GET /control/requests`: what was received (counts per endpoint, the passwords seen, the newest requests).
-/// - `POST /control/reset`: back to the start configuration; held requests are released and the StoreKit
-///   purchases forgotten (the signing chain stays).
+/// - `POST /control/reset`: back to the start configuration; held requests are released, and the StoreKit
+///   purchases, the notifications sent and the Server API's settings, scenarios and log forgotten (the
+///   signing chain and the Server API key stay).
 ///
 /// StoreKit 2: the fake sells purchases (`FakeStoreKit`) and signs them, and the server notifications about
 /// them, with its `FakeSigningChain` (bundle id and app Apple id from the configuration). Dates in bodies are
@@ -29,12 +30,15 @@ import ServiceRuntime
 ///   "non_renewing", "app_account_token"?, "environment"?: "Sandbox" (default)|"Production", "quantity"?,
 ///   "purchase_date"?, "expires_date"?, "period"?: "P1M", "original_transaction_id"?, "transaction_id"?,
 ///   "price"?: milliunits, "currency"?, "storefront"?, "in_app_ownership_type"?,
-///   "subscription_group_identifier"?, "notify"?}` → 201 with the purchase answer (below). An auto-renewable
+///   "subscription_group_identifier"?, "customer"?, "order_id"?, "notify"?}` → 201 with the purchase answer
+///   (below). `customer` names the App Store account (default `customer`): the Server API's history and
+///   statuses are per customer; `order_id` adds the purchase to an order of that customer and environment
+///   (default a new order; each renewal and upgrade is a new order too). An auto-renewable
 ///   subscription expires one `period` after its purchase unless `expires_date` says otherwise; a
 ///   non-renewing one carries `expires_date` only when given (Apple sends none). With
 ///   `original_transaction_id` it is the next period of that subscription (as `renew`).
 /// - `GET /control/storekit/purchases/{original_transaction_id}`: `{"original_transaction_id", "type",
-///   "transactions": [{"transaction_id", "signed_transaction", "payload"}], "signed_renewal_info"?,
+///   "transactions": [{"transaction_id", "order_id", "signed_transaction", "payload"}], "signed_renewal_info"?,
 ///   "renewal_info"?, "status"?}`.
 /// - `POST /control/storekit/purchases/{original_transaction_id}/{action}` with an optional body: `renew`
 ///   `{"product_id"?, "transaction_id"?, "purchase_date"?, "expires_date"?}`; `refund` and `revoke` (Family
@@ -44,8 +48,8 @@ import ServiceRuntime
 ///   `upgrade` `{"product_id", "transaction_id"?, "expires_date"?}`; `downgrade` `{"product_id"}`. Each may
 ///   carry `"notify"`. Refunds work on every purchase, the rest on auto-renewable subscriptions (else 409).
 ///   → 200 with the purchase answer.
-/// - The purchase answer: `{"transaction_id", "original_transaction_id", "type", "signed_transaction",
-///   "payload", "notification_type", "subtype", "signed_renewal_info"?, "renewal_info"?, "status"?,
+/// - The purchase answer: `{"transaction_id", "original_transaction_id", "type", "order_id", "customer",
+///   "signed_transaction", "payload", "notification_type", "subtype", "signed_renewal_info"?, "renewal_info"?, "status"?,
 ///   "notification"?}`: the transaction concerned (new, refunded…) signed now, the renewal info and Apple's
 ///   status (1 active … 5 revoked) of a subscription, the notification Apple would send, and with
 ///   `notify` `{"url", ...}` (the members of `POST /control/storekit/notifications`, type and transaction
@@ -65,6 +69,10 @@ import ServiceRuntime
 ///   random order (replayable with `seed`), `concurrency` at a time. → `{"sent", "delivered" (2xx),
 ///   "order": [index of the notification of each delivery, in sending order], "notifications":
 ///   [{"notification_uuid", "notification_type", "transaction_id", "statuses": [N|null]}]}`.
+///
+/// The App Store Server API (Apple's endpoints at Apple's paths, answered from the same purchases and the
+/// notifications sent) and its control API (`/control/server-api/...`) are documented on the extension in
+/// FakeAppStore+ServerAPI.swift.
 ///
 /// Latency and delays wait on loop timers, never blocking the loop; notifications go out through the
 /// runtime's `HTTPClient` (libcurl on the loop). A stalled request is held until a reset or the shutdown

@@ -15,7 +15,7 @@ import Testing
         #expect(item.status == 2 && AppStoreSubscriptionStatus(rawValue: 2) == .expired)
         #expect(item.originalTransactionID == "1000000906235058")
         // Apple signed them: the seam's current verifier accepts them under Apple Root CA - G3.
-        let verifier = SignedPayloadVerifier(roots: [AppleRootCertificate.g3])
+        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3])
         let transaction = try AppStoreTransactionV2(jsonData: await verifier.verifiedPayload(of: #require(item.signedTransactionInfo), kind: .transaction))
         #expect(transaction.transaction.originalTransactionID == "1000000906235058")
         let renewal = try AppStoreRenewalInfoV2(jsonData: await verifier.verifiedPayload(of: #require(item.signedRenewalInfo), kind: .renewalInfo))
@@ -26,7 +26,7 @@ import Testing
         let body = try ServerAPIResponse.History(jsonData: Fixtures.data("api_response_transaction_history_sandbox_omnimind.json"))
         #expect(body.revision == "1636461115000_1000000907164221" && body.hasMore && body.environment == .sandbox)
         #expect(body.bundleID == "com.test.app" && body.signedTransactions.count == 5)
-        let verifier = SignedPayloadVerifier(roots: [AppleRootCertificate.g3])
+        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3])
         var originals: Set<String> = []
         for jws in body.signedTransactions {
             originals.insert(try AppStoreTransactionV2(jsonData: await verifier.verifiedPayload(of: jws, kind: .transaction)).transaction.originalTransactionID)

@@ -6,6 +6,11 @@ import X509
 @testable import FakeAppStore
 @testable import ServiceRuntime
 
+/// The project's signed-data verifier trusting `roots`, as the Server API client checks signed fields with it.
+func serverAPIVerifier(roots: [Certificate]) -> some ServerAPISignatureChecking {
+    SignedPayloadVerifier(roots: roots)
+}
+
 /// The fake App Store's Server API at hand: clients aimed at it, purchases, scenarios, and what it received.
 extension FakeAppStoreHarness {
     /// The fake's key, key id, issuer and bundle id as the service's credentials (another key when given).
@@ -22,7 +27,7 @@ extension FakeAppStoreHarness {
             http: HTTPClient(configuration: HTTPClientConfiguration(connectTimeoutMs: 2_000, totalTimeoutMs: timeoutMs)),
             settings: ServerAPISettings(credentials: credentials(key: key), productionURL: baseURL, sandboxURL: baseURL + "/sandbox/",
                                         timeoutMs: timeoutMs, defaultWaitMs: 10_000, retry: retry),
-            verifier: SignedPayloadVerifier(roots: [root ?? fake.signingChain.root]))
+            verifier: serverAPIVerifier(roots: [root ?? fake.signingChain.root]))
     }
 
     /// Buys through `POST /control/storekit/purchases`; returns the answer.
