@@ -107,7 +107,11 @@ public final class ServerAPIClient {
                     }
                     if answer == nil { classified = .notFound(errorCode: nil) }
                 }
-                if case .rateLimited(let until) = classified { budget.rateLimited(until: until, now: Date()) }
+                if case .rateLimited(let until) = classified {
+                    // A `Retry-After` already past still holds requests for a second, so that no loop forms.
+                    let now = Date()
+                    budget.rateLimited(until: until.map { max($0, now.addingTimeInterval(1)) }, now: now)
+                }
                 action = flow.received(classified)
             case .finish(let result):
                 switch result {

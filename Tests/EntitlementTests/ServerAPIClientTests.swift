@@ -207,6 +207,18 @@ import Testing
         }
     }
 
+    @Test @Loop func aRetryAfterAlreadyPastStillHoldsRequestsForASecond() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            let bought = try await fake.buy(["product_id": "com.example.lifetime", "type": "non_consumable", "environment": "Production"])
+            try await fake.serverAPIScenario(.transactionInfo, .production, [["status": 429, "retry_after": "1500000000000"]])
+            let client = fake.serverAPIClient()
+            let started = Date()
+            #expect(await client.transactionInfo(try #require(bought[member: "transaction_id"]?.text), waitMs: 3_000).answer != nil)
+            #expect(Date().timeIntervalSince(started) >= 1)
+            #expect(try await fake.serverAPITrail() == ["Production transaction_info 429", "Production transaction_info 200"])
+        }
+    }
+
     @Test @Loop func retryableAnswersAreRetriedWhileTheCallHasTime() async throws {
         try await FakeAppStoreHarness.run { fake in
             let (original, _, _, _) = try await Self.shop(fake)
