@@ -25,8 +25,8 @@ struct TestSigningChain {
     let intermediate: Certificate
     let leaf: Certificate
 
-    /// A day before now to a year after it.
-    static let currentValidity = Date().addingTimeInterval(-86_400)...Date().addingTimeInterval(86_400 * 365)
+    /// Ten years before now to ten years after it.
+    static let currentValidity = Date().addingTimeInterval(-86_400 * 3_650)...Date().addingTimeInterval(86_400 * 3_650)
 
     init(name: String = "Test", defects: Set<Defect> = [], p384Leaf: Bool = false,
          rootValidity: ClosedRange<Date> = currentValidity, intermediateValidity: ClosedRange<Date> = currentValidity,
