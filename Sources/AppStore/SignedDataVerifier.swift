@@ -47,10 +47,12 @@ public struct SignedDataVerifier: Sendable {
     /// The current time: for payloads without a signing date, registered JWT claims and the chain cache.
     let now: @Sendable () -> Date
     let chains: VerifiedChainCache
+    private let headers: JWSHeaderCache
     private let rootStore: CertificateStore
 
     /// A verifier trusting `roots` for the app `bundleID` / `appAppleID`, accepting `environments`.
-    /// Validated chains are kept `chainCacheLifetime` seconds, at most `chainCacheCapacity` of them (0: none).
+    /// Validated chains are kept `chainCacheLifetime` seconds, at most `chainCacheCapacity` of them (0: nothing
+    /// is cached, neither chains nor parsed headers).
     public init(roots: [Certificate] = [AppleRootCertificate.g3], bundleID: String?, appAppleID: Int64?,
                 environments: Set<SignedDataEnvironment> = [.production, .sandbox],
                 chainCacheCapacity: Int = 64, chainCacheLifetime: TimeInterval = 300,
@@ -61,6 +63,7 @@ public struct SignedDataVerifier: Sendable {
         self.environments = environments
         self.now = now
         chains = VerifiedChainCache(capacity: chainCacheCapacity, lifetime: chainCacheLifetime)
+        headers = JWSHeaderCache(capacity: chainCacheCapacity > 0 ? 32 : 0)
         rootStore = CertificateStore(roots)
     }
 
@@ -98,10 +101,10 @@ public struct SignedDataVerifier: Sendable {
         _ jws: String, as kind: Payload.Type, names: (SignedDataClaims) -> SignedDataClaims.Identity?,
         requiresAppAppleIDInProduction: Bool, checksBundle: Bool
     ) async throws(SignedDataError) -> VerifiedSignedData<Payload> {
-        let parsed = try SignedJWS(jws)
+        let parsed = try SignedJWS(jws, headers: headers)
         let decoded: DecodedPayload<Payload>
         do {
-            decoded = try JSONDecoder().decode(DecodedPayload<Payload>.self, from: parsed.payload)
+            decoded = try DecodedPayload(parsed.payload)
         } catch {
             throw SignedDataError(.verificationFailure, "the JWS payload is not a JSON object")
         }
@@ -119,8 +122,8 @@ public struct SignedDataVerifier: Sendable {
         }
         switch decoded.payload {
         case .success(let payload):
-            let signedDate = decoded.claims.signedDate.milliseconds.map { Date(timeIntervalSince1970: Double($0) / 1000) }
-            return VerifiedSignedData(payload: payload, json: parsed.payload, environment: environment, signedDate: signedDate)
+            let signedDate = decoded.claims.signedDate.value.map { Date(timeIntervalSince1970: Double($0) / 1000) }
+            return VerifiedSignedData(payload: payload, json: Data(parsed.payload), environment: environment, signedDate: signedDate)
         case .failure(let error):
             throw SignedDataError(.undecodablePayload, error.description, field: error.path.isEmpty ? nil : error.path)
         }
@@ -136,15 +139,16 @@ public struct SignedDataVerifier: Sendable {
 
     /// Steps 2–5: the header, the chain at the payload's date, the signature and the registered claims.
     private func verifySignature(_ jws: SignedJWS, claims: SignedDataClaims) async throws(SignedDataError) {
-        guard let x5c = jws.certificateChain, !x5c.isEmpty else {
+        let header = jws.header
+        guard let chainLength = header.chainLength, chainLength > 0 else {
             throw SignedDataError(.verificationFailure, "the JWS header has no x5c certificate chain")
         }
-        guard jws.algorithm == "ES256" else {
-            throw SignedDataError(.verificationFailure, "alg is \(jws.algorithm.map { "'\($0)'" } ?? "missing"), expected ES256")
+        guard header.algorithm == "ES256" else {
+            throw SignedDataError(.verificationFailure, "alg is \(header.algorithm.map { "'\($0)'" } ?? "missing"), expected ES256")
         }
         let date = try validationDate(claims)
-        let leafKey = try await chainKey(x5c, at: date)
-        guard !jws.hasCriticalParameters else {
+        let leafKey = try await chainKey(header, length: chainLength, at: date)
+        guard !header.hasCriticalParameters else {
             throw SignedDataError(.verificationFailure, "the JWS header has crit, and no extension is supported")
         }
         guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
@@ -172,21 +176,26 @@ public struct SignedDataVerifier: Sendable {
     }
 
     /// The leaf's key once x5c[0] and x5c[1] are validated up to a trusted root at `date` (or found so in the cache).
-    private func chainKey(_ x5c: [String], at date: Date) async throws(SignedDataError) -> P256.Signing.PublicKey {
+    private func chainKey(_ header: SignedJWS.Header, length: Int, at date: Date) async throws(SignedDataError) -> P256.Signing.PublicKey {
         guard !roots.isEmpty else { throw SignedDataError(.invalidCertificate, "no trusted root is configured") }
-        guard x5c.count == 3 else {
-            throw SignedDataError(.invalidChainLength, "x5c holds \(x5c.count) certificate(s), expected 3")
+        guard length == 3 else {
+            throw SignedDataError(.invalidChainLength, "x5c holds \(length) certificate(s), expected 3")
         }
-        guard let leafDER = StrictBase64.decode(x5c[0].utf8, .standard), let leaf = try? Certificate(derEncoded: leafDER) else {
+        guard let leafDER = header.leafDER else {
             throw SignedDataError(.invalidCertificate, "x5c[0] is not base64 DER of an X.509 certificate")
         }
-        guard let intermediateDER = StrictBase64.decode(x5c[1].utf8, .standard),
-              let intermediate = try? Certificate(derEncoded: intermediateDER) else {
+        guard let intermediateDER = header.intermediateDER else {
             throw SignedDataError(.invalidCertificate, "x5c[1] is not base64 DER of an X.509 certificate")
         }
-        let key = VerifiedChainCache.Key(leaf: leafDER, intermediate: intermediateDER)
+        let key = VerifiedChainCache.Key(leaf: SampledBytes(leafDER[...]), intermediate: SampledBytes(intermediateDER[...]))
         let current = now()
         if let cached = chains.leafKey(key, at: date, now: current) { return cached }
+        guard let leaf = try? Certificate(derEncoded: leafDER) else {
+            throw SignedDataError(.invalidCertificate, "x5c[0] is not base64 DER of an X.509 certificate")
+        }
+        guard let intermediate = try? Certificate(derEncoded: intermediateDER) else {
+            throw SignedDataError(.invalidCertificate, "x5c[1] is not base64 DER of an X.509 certificate")
+        }
         var verifier = Verifier(rootCertificates: rootStore) {
             RFC5280Policy(fixedExpiryValidationTime: date)
             AppStoreChainPolicy()
@@ -234,28 +243,26 @@ public struct SignedDataVerifier: Sendable {
     }
 }
 
-/// A payload decoded once into its claims and, independently, its model type (whose failure is kept, to be
-/// reported only once the payload is proven authentic and for this app).
-private struct DecodedPayload<Payload: AppStoreDecodable>: Decodable {
+/// A payload parsed once, read for its claims and, independently, decoded as its model type (whose failure is
+/// kept, to be reported only once the payload is proven authentic and for this app).
+private struct DecodedPayload<Payload: AppStoreDecodable> {
     var claims: SignedDataClaims
     var payload: Result<Payload, AppStoreDecodingError>
 
-    init(from decoder: any Decoder) throws {
-        claims = try SignedDataClaims(from: decoder)
+    /// Throws when `json` is not a JSON object.
+    init(_ json: [UInt8]) throws {
+        let tree = try JSONTree.parse(json)
+        guard case .object(let members) = tree else { throw SignedDataError(.verificationFailure, "not an object") }
+        claims = SignedDataClaims(members)
         do {
-            payload = .success(try Payload(from: decoder))
+            payload = .success(try Payload(from: JSONTreeDecoder(tree)))
         } catch {
             payload = .failure(AppStoreDecodingError(error))
         }
     }
 }
 
-extension SignedDataClaims.Claim {
-    /// The value when there is one.
-    var milliseconds: Value? {
-        if case .value(let value) = self { value } else { nil }
-    }
-
+extension SignedDataClaims.Claim<Int64> {
     /// The claim as a log shows it.
     var text: String {
         switch self {

@@ -17,8 +17,11 @@ import X509
 final class VerifiedChainCache: Sendable {
     /// The leaf's and the intermediate's DER.
     struct Key: Hashable, Sendable {
-        var leaf: [UInt8]
-        var intermediate: [UInt8]
+        var leaf: SampledBytes
+        var intermediate: SampledBytes
+
+        /// The leaf alone tells chains apart (it names its issuer); equality still compares both.
+        func hash(into hasher: inout Hasher) { hasher.combine(leaf) }
     }
 
     /// A validated path: the leaf's key and where the path is valid.

@@ -10,6 +10,6 @@ public struct VerifiedSignedData<Payload: Sendable>: Sendable {
     /// `localTesting` payloads were decoded without any signature check, because Apple does not sign them;
     /// they are returned only when those environments are accepted.
     public var environment: SignedDataEnvironment
-    /// The payload's top-level `signedDate` (with its milliseconds); nil where it has none.
+    /// The payload's top-level `signedDate`, to the millisecond; nil where it has none.
     public var signedDate: Date?
 }
