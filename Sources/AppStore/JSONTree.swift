@@ -249,10 +249,12 @@ enum JSONTree: Sendable {
 }
 
 /// A JSON object's members in their order. A name is looked up from the end, so that of a repeated member the
-/// last counts, and compared by its UTF-8 bytes (JSON names are not Unicode-normalised); small objects (all of
-/// Apple's) are searched, larger ones indexed once.
+/// last counts, and compared by its UTF-8 bytes (JSON names are not Unicode-normalised). The model's decoders
+/// look names up several times per field, so each member has a tag (its length and first bytes) that a lookup
+/// scans before comparing names; larger objects than Apple's are indexed once instead.
 struct JSONObject: Sendable {
     private let members: [(name: String, value: JSONTree)]
+    private let tags: [UInt64]
     private let index: [[UInt8]: Int]?
 
     /// Objects with more members than this get an index.
@@ -262,16 +264,37 @@ struct JSONObject: Sendable {
         self.members = members
         if members.count > Self.searched {
             index = Dictionary(members.indices.map { (Array(members[$0].name.utf8), $0) }) { _, last in last }
+            tags = []
         } else {
             index = nil
+            tags = members.map { Self.tag($0.name) }
         }
+    }
+
+    /// The length of `name` and its first seven bytes, packed.
+    private static func tag(_ name: String) -> UInt64 {
+        var tag = UInt64(truncatingIfNeeded: name.utf8.count) << 56
+        var shift: UInt64 = 0
+        for byte in name.utf8.prefix(7) {
+            tag |= UInt64(byte) << shift
+            shift += 8
+        }
+        return tag
     }
 
     /// The value of the member `name` (its last occurrence).
     subscript(name: String) -> JSONTree? {
         if let index { return index[Array(name.utf8)].map { members[$0].value } }
-        let count = name.utf8.count
-        return members.last { $0.name.utf8.count == count && $0.name.utf8.elementsEqual(name.utf8) }?.value
+        let tag = Self.tag(name)
+        var position = tags.count
+        while position > 0 {
+            position -= 1
+            // `==` alone would also match a canonically equivalent spelling ("\u{212A}" is "K" to it): the bytes decide.
+            if tags[position] == tag, members[position].name == name, members[position].name.utf8.elementsEqual(name.utf8) {
+                return members[position].value
+            }
+        }
+        return nil
     }
 
     /// The distinct member names.

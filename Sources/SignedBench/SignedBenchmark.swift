@@ -6,9 +6,10 @@ import X509
 /// bench/signed's driver: how many App Store-signed transactions `SignedDataVerifier` verifies per second on
 /// one thread, with its chain cache (the steady state: a known leaf) and without it (every payload validates
 /// its chain), against the reference of the same run: swift-crypto's bare ES256 verification of the same
-/// signatures, with the key, signature and signed bytes prepared beforehand. The three alternate, A B C A B C,
-/// in 50 ms slices for `--rounds` rounds of `--seconds` each, so that drifts of the machine's speed touch them
-/// alike.
+/// signatures, with the key, signature and signed bytes prepared beforehand. The three alternate in 50 ms
+/// slices (cold, cached, bare, cold, bare, cached…) for `--rounds` rounds of `--seconds` each, so that drifts
+/// of the machine's speed, and the cold verification's disturbance of the processor's caches, touch cached
+/// and bare alike.
 ///
 /// The payloads are real App Store transactions (the shared fixtures' `jws_transaction_*_sandbox_gopay.jws`,
 /// Apple Root CA - G3, WWDR G6), verified at their own `signedDate` as the service verifies them.
@@ -58,13 +59,15 @@ enum SignedBenchmark {
             // slows them alike; a rate is the calls of all its slices over their time.
             var counts = [0, 0, 0], times = [0.0, 0.0, 0.0]
             let slices = max(1, Int(options.seconds / 0.05))
-            for _ in 0..<slices {
-                let operations: [(Int) async -> Bool] = [
-                    { index in (try? await cached.verifyTransaction(payloads[index % payloads.count])) != nil },
-                    { index in references[index % references.count].verify() },
-                    { index in (try? await cold.verifyTransaction(payloads[index % payloads.count])) != nil },
-                ]
-                for (which, operation) in operations.enumerated() {
+            let operations: [(Int) async -> Bool] = [
+                { index in (try? await cached.verifyTransaction(payloads[index % payloads.count])) != nil },
+                { index in references[index % references.count].verify() },
+                { index in (try? await cold.verifyTransaction(payloads[index % payloads.count])) != nil },
+            ]
+            for slice in 0..<slices {
+                // Cold first (it disturbs the processor's caches most), then cached and bare, in turns first.
+                for which in slice % 2 == 0 ? [2, 0, 1] : [2, 1, 0] {
+                    let operation = operations[which]
                     guard let (count, time) = await measure(0.05, operation) else {
                         print("signed-bench: a verification failed")
                         return 1
