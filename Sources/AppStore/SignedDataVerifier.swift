@@ -208,7 +208,12 @@ public struct SignedDataVerifier: Sendable {
             chains.insert(key, chain: chain, leafKey: leafKey, now: current)
             return leafKey
         case .couldNotValidate(let failures):
-            let reasons = failures.map(\.policyFailureReason.description)
+            // swift-certificates describes certificates in full (kilobytes); the log names them by subject.
+            let reasons = failures.map { failure in
+                failure.chain.reduce(failure.policyFailureReason.description) { reason, certificate in
+                    reason.replacingOccurrences(of: String(describing: certificate), with: "'\(certificate.subject)'")
+                }
+            }
             let reason = reasons.isEmpty ? "no path from x5c[0] through x5c[1] to a trusted root" : reasons.joined(separator: "; ")
             throw SignedDataError(.verificationFailure, "the certificate chain does not validate at \(RFC3339.string(from: date)): \(reason)")
         }

@@ -114,6 +114,9 @@ import X509
         let error = await Self.verify(jws, .notification, with: verifier)
         #expect(error?.status == .verificationFailure)
         #expect(error?.reason.contains("has expired") == true, "\(error?.reason ?? "accepted")")
+        // The log names the certificate by subject, not by swift-certificates' kilobytes-long description.
+        #expect(error?.reason.contains("Prod ECC Mac App Store and iTunes Store Receipt Signing") == true)
+        #expect((error?.reason.count ?? 0) < 1_000, "\(error?.reason ?? "")")
         // Its nested transaction and renewal info carry their own signedDate and verify at it.
         let data = try #require(try JSONSerialization.jsonObject(with: Data(base64Encoded: Self.base64(jws.split(separator: ".")[1]))!) as? [String: Any])["data"] as? [String: Any]
         let transaction = try await verifier.verifyTransaction(try #require(data?["signedTransactionInfo"] as? String))
