@@ -1,3 +1,5 @@
+import Foundation
+
 /// A JSON document parsed into values (RFC 8259, strictly: UTF-8, no trailing commas, no comments, no NaN,
 /// nothing after the value), for the signed payloads the verifier reads on every request. Foundation's
 /// `JSONDecoder` costs more than the ECDSA verification it would accompany; this parser and `JSONTreeDecoder`
@@ -133,14 +135,17 @@ enum JSONTree: Sendable {
         mutating func string() throws(SyntaxError) -> String {
             index += 1
             let start = index
+            var high: UInt8 = 0
             while index < bytes.count {
                 let byte = bytes[index]
+                high |= byte
                 if byte == UInt8(ascii: "\"") {
-                    guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self) else {
-                        throw fail("a string is not UTF-8")
-                    }
+                    let text = UnsafeBufferPointer(rebasing: bytes[start..<index])
                     index += 1
-                    return text
+                    // ASCII (nearly every string Apple sends) needs no UTF-8 validation.
+                    if high < 0x80 { return String(decoding: text, as: UTF8.self) }
+                    guard let validated = String(validating: text, as: UTF8.self) else { throw fail("a string is not UTF-8") }
+                    return validated
                 }
                 if byte == UInt8(ascii: "\\") { return try escapedString(from: start) }
                 guard byte >= 0x20 else { throw fail("a control character in a string") }
@@ -289,12 +294,16 @@ struct JSONObject: Sendable {
         var position = tags.count
         while position > 0 {
             position -= 1
-            // `==` alone would also match a canonically equivalent spelling ("\u{212A}" is "K" to it): the bytes decide.
-            if tags[position] == tag, members[position].name == name, members[position].name.utf8.elementsEqual(name.utf8) {
-                return members[position].value
-            }
+            if tags[position] == tag, Self.sameBytes(members[position].name, name) { return members[position].value }
         }
         return nil
+    }
+
+    /// Whether `a` and `b` are the same UTF-8 bytes (`==` would also match canonically equivalent spellings:
+    /// "\u{212A}" is "K" to it).
+    private static func sameBytes(_ a: String, _ b: String) -> Bool {
+        var (a, b) = (a, b)
+        return a.withUTF8 { a in b.withUTF8 { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) } }
     }
 
     /// The distinct member names.
