@@ -32,6 +32,10 @@ import Testing
         guard case .object(let object) = try JSONTree.parse(Array(#"{"a": 1, "b": 2, "a": 3}"#.utf8)) else { Issue.record("not an object"); return }
         guard case .number("3")? = object["a"] else { Issue.record("\(String(describing: object["a"]))"); return }
         #expect(object.names == ["a", "b"])
+        // Names match by their bytes: the Kelvin sign is "K" to Swift's `==`, not to JSON.
+        guard case .object(let kelvin) = try JSONTree.parse(Array(#"{"\u212Aey": 1, "é": 2}"#.utf8)) else { Issue.record("not an object"); return }
+        #expect(kelvin["Key"] == nil)
+        #expect(kelvin["\u{212A}ey"] != nil && kelvin["é"] != nil && kelvin["e\u{301}"] == nil)
         let many = "{" + (0..<100).map { "\"k\($0)\": \($0)" }.joined(separator: ",") + ", \"k7\": \"last\"}"
         guard case .object(let large) = try JSONTree.parse(Array(many.utf8)), case .string("last")? = large["k7"], case .number("99")? = large["k99"] else {
             Issue.record("a large object is not looked up by name"); return
