@@ -278,13 +278,12 @@ struct JSONObject: Sendable {
 
     /// The length of `name` and its first seven bytes, packed.
     private static func tag(_ name: String) -> UInt64 {
-        var tag = UInt64(truncatingIfNeeded: name.utf8.count) << 56
-        var shift: UInt64 = 0
-        for byte in name.utf8.prefix(7) {
-            tag |= UInt64(byte) << shift
-            shift += 8
+        var name = name
+        return name.withUTF8 { bytes in
+            var tag = UInt64(truncatingIfNeeded: bytes.count) << 56
+            for position in 0..<min(bytes.count, 7) { tag |= UInt64(bytes[position]) << UInt64(position * 8) }
+            return tag
         }
-        return tag
     }
 
     /// The value of the member `name` (its last occurrence).
