@@ -44,8 +44,7 @@ final class Application {
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
                        ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
-                           signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
         AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
