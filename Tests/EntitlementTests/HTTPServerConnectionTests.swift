@@ -108,6 +108,7 @@ import Testing
         }
         #expect(served == [200, 200])
         #expect(refused.status == 503)
+        #expect(refused.headers["Retry-After"] == "1")
         #expect(refused.headers["Content-Type"] == "application/problem+json")
         #expect(refused.headers["Connection"] == "close")
         #expect(refusedClosed)
@@ -119,7 +120,7 @@ import Testing
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
         let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
         let server = try await HTTPTestServer.start { router in
-            router.get("/gate") { _ in
+            router.get("/gate") { _, _ in
                 enteredContinuation.yield()
                 // Held until the test has seen the shutdown begin: no sleep stands in for the ordering.
                 for await _ in release { break }
@@ -158,7 +159,7 @@ import Testing
         let port = first.port
         let second = try await Task { @Loop in
             let router = Router()
-            router.get("/healthz") { _ in .json(["server": "second"]) }
+            router.get("/healthz") { _, _ in .json(["server": "second"]) }
             let server = HTTPServer(configuration: HTTPServerConfiguration(port: port), router: router, metrics: Metrics())
             return (server, try server.start())
         }.value

@@ -5,8 +5,8 @@ struct SystemRoutes {
     let db: PostgresPool
 
     func register(on router: Router) {
-        router.get("/healthz") { _ in Self.healthy }
-        router.get("/readyz") { _ in
+        router.get("/healthz") { _, _ in Self.healthy }
+        router.get("/readyz") { _, _ in
             do {
                 _ = try await db.query("SELECT 1", [])
                 return .json(["status": "ready"])
@@ -15,8 +15,8 @@ struct SystemRoutes {
                 throw ProblemError(status: 503, detail: "The database does not answer.")
             }
         }
-        router.get("/metrics") { _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
-        router.get("/openapi.json") { _ in Self.openAPI }
+        router.get("/metrics") { _, _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
+        router.get("/openapi.json") { _, _ in Self.openAPI }
     }
 
     /// Built once: the liveness answer is the hottest route and never changes.

@@ -1,0 +1,17 @@
+/// The access log: one `http_request` line per request, routed or rejected, at `info`:
+/// `request_id`, `method`, `route`, `status` (`aborted` when a handler dropped the connection), then
+/// `duration_ms` (handler time) for a routed request or `detail` (why) for a rejected one.
+public struct HTTPAccessLog: HTTPExchangeObserver {
+    public init() {}
+
+    public func observe(_ exchange: HTTPExchange) {
+        guard var line = Log.Line(.info, "http_request") else { return }
+        line.add("request_id", exchange.requestID)
+        line.add("method", exchange.method)
+        line.add("route", exchange.route)
+        if let status = exchange.status { line.add("status", status) } else { line.add("status", "aborted") }
+        if let nanoseconds = exchange.nanoseconds { line.add("duration_ms", milliseconds: nanoseconds) }
+        if let detail = exchange.detail { line.add("detail", detail) }
+        line.emit()
+    }
+}
