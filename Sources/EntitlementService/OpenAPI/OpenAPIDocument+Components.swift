@@ -119,6 +119,7 @@ extension OpenAPIDocument {
       },
       "Unauthorized": {
         "description": "No `Authorization: Bearer` key, or a key the service does not know.",
+        "headers": {"WWW-Authenticate": {"description": "The scheme to authenticate with.", "schema": {"type": "string", "const": "Bearer"}}},
         "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
       },
       "Forbidden": {
@@ -135,6 +136,7 @@ extension OpenAPIDocument {
       },
       "Unavailable": {
         "description": "The database does not answer; try again later.",
+        "headers": {"Retry-After": {"description": "Seconds to wait before trying again.", "schema": {"type": "string", "pattern": "^[0-9]+$"}}},
         "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
       }
     }

@@ -12,7 +12,7 @@ struct SystemRoutes {
                 return .json(["status": "ready"])
             } catch {
                 Log.warning("not_ready", ["error": String(describing: error)])
-                throw ProblemError(status: 503, detail: "The database does not answer.")
+                throw ProblemError.unavailable("The database does not answer.", retryAfterSeconds: 5)
             }
         }
         router.get("/metrics") { _, _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
