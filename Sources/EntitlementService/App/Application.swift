@@ -39,15 +39,18 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
 
+        // `/v1` wants an app or admin key and its answers are never cached; `/v1/admin` wants an admin key;
+        // Apple's notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let router = Router()
+        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys))
         SystemRoutes(db: pool).register(on: router)
-        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
-                       ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
+                       ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
-        AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
+        AdminRoutes(db: pool, catalog: catalog).register(on: v1.group("/admin", AdminScope()))
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
