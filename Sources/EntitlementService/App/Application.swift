@@ -42,6 +42,7 @@ final class Application {
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
+        ConsoleRoutes().register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
                        ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,

@@ -23,6 +23,7 @@ struct AdminRoutes {
         router.get("/v1/admin/products") { request in try await admin(request) { _ in .json(try await catalog.current()) } }
         router.get("/v1/admin/audit") { request in try await admin(request) { _ in try await listAudit(request, audit) } }
         router.get("/v1/admin/reports/purchases") { request in try await admin(request) { _ in try await purchaseReport(request, report) } }
+        router.get("/v1/admin/reports/timeseries") { request in try await admin(request) { _ in try await timeseriesReport(request, report) } }
     }
 
     /// Authorises an admin, then runs `body`.
@@ -108,6 +109,18 @@ struct AdminRoutes {
     private func purchaseReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
         let window = try AdminInput.reportWindow(request, now: Date())
         let environment = try AdminInput.queryEnvironment(request)
-        return .json(try await report.purchases(from: window.from, to: window.to, environment: environment, on: db))
+        let csv = try AdminInput.wantsCSV(request)
+        let body = try await report.purchases(from: window.from, to: window.to, environment: environment, on: db)
+        guard csv else { return .json(body) }
+        var response = HTTPResponse.text(body.csv, contentType: "text/csv; charset=utf-8")
+        response.headers.add("Content-Disposition", "attachment; filename=\"purchases.csv\"")
+        return response
+    }
+
+    private func timeseriesReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
+        let window = try AdminInput.reportWindow(request, now: Date())
+        let environment = try AdminInput.queryEnvironment(request)
+        let interval = try AdminInput.reportInterval(request, window: window)
+        return .json(try await report.timeseries(from: window.from, to: window.to, interval: interval, environment: environment, on: db))
     }
 }
