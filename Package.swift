@@ -73,7 +73,10 @@ let package = Package(
         .executableTarget(
             name: "EntitlementService",
             dependencies: ["ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel"],
-            resources: [.embedInCode("openapi.json")],
+            resources: [
+                .embedInCode("openapi.json"),
+                .embedInCode("Console/console.html"), .embedInCode("Console/console.css"), .embedInCode("Console/console.js"),
+            ],
             swiftSettings: releaseFlags
         ),
         // bench/verify's driver: many verifyReceipt calls at once on one loop.

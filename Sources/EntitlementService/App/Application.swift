@@ -45,6 +45,7 @@ final class Application {
         let router = Router()
         let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys))
         SystemRoutes(db: pool).register(on: router)
+        ConsoleRoutes().register(on: router)
         PurchaseRoutes(db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
                        ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
