@@ -24,8 +24,8 @@ import Testing
     @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
         try await HTTPTestServer.start { router in
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
-            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: CatalogCache(db: pool), report: reports)
-                .register(on: router)
+            let admin = router.group("/v1/admin", KeyAuthentication(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey])), AdminScope())
+            AdminRoutes(db: pool, catalog: CatalogCache(db: pool), report: reports).register(on: admin)
         }
     }
 

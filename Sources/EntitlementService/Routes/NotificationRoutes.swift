@@ -24,8 +24,9 @@ struct NotificationRoutes {
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
 
+    /// Registered on the router itself: Apple presents no key, the notification proves itself.
     func register(on router: Router) {
-        router.post("/v1/notifications/app-store") { try await receive($0) }
+        router.post("/v1/notifications/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
