@@ -61,8 +61,8 @@ extension FakeAppStore {
             ] as JSONValue)
         }
         router.get("/control/server-api/config") { [unowned self] _, _ in serverAPISettingsResponse() }
-        router.put("/control/server-api/config") { [unowned self] request, _ in try configureServerAPI(request) }
-        router.post("/control/server-api/scenarios") { [unowned self] request, _ in try addServerAPIScenario(request) }
+        router.put("/control/server-api/config") { [unowned self] request, context in try configureServerAPI(request) }
+        router.post("/control/server-api/scenarios") { [unowned self] request, context in try addServerAPIScenario(request) }
         router.get("/control/server-api/requests") { [unowned self] _, _ in serverAPIRequestsResponse() }
     }
 

@@ -23,17 +23,17 @@ extension FakeAppStore {
                 "app_apple_id": .int(Int(storeKit.settings.appAppleID)),
             ] as JSONValue)
         }
-        router.post("/control/storekit/purchases") { [unowned self] request, _ in try await purchase(request) }
-        router.get("/control/storekit/purchases/{original_transaction_id}") { [unowned self] _, context in
+        router.post("/control/storekit/purchases") { [unowned self] request, context in try await purchase(request) }
+        router.get("/control/storekit/purchases/{original_transaction_id}") { [unowned self] request, context in
             try purchaseState(context.parameters["original_transaction_id"] ?? "")
         }
         router.post("/control/storekit/purchases/{original_transaction_id}/{action}") { [unowned self] request, context in
             try await change(request, original: context.parameters["original_transaction_id"] ?? "",
                              action: context.parameters["action"] ?? "")
         }
-        router.get("/control/storekit/receipt") { [unowned self] request, _ in try receipt(request) }
-        router.post("/control/storekit/notifications") { [unowned self] request, _ in try await notify(request) }
-        router.post("/control/storekit/notifications/batch") { [unowned self] request, _ in try await notifyBatch(request) }
+        router.get("/control/storekit/receipt") { [unowned self] request, context in try receipt(request) }
+        router.post("/control/storekit/notifications") { [unowned self] request, context in try await notify(request) }
+        router.post("/control/storekit/notifications/batch") { [unowned self] request, context in try await notifyBatch(request) }
     }
 
     /// The current time in Apple's milliseconds.

@@ -24,7 +24,8 @@ import Testing
     @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
         try await HTTPTestServer.start { router in
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
-            let admin = router.group("/v1/admin", KeyAuthentication(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey])), AdminScope())
+            let keys = APIKeys(appKeys: [], adminKeys: [Self.adminKey])
+            let admin = router.group("/v1", KeyAuthentication(keys: keys)).group("/admin", AdminScope())
             AdminRoutes(db: pool, catalog: CatalogCache(db: pool), report: reports).register(on: admin)
         }
     }

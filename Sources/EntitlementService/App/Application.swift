@@ -59,8 +59,7 @@ final class Application {
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
                        ledger: LedgerStore(), orders: OrderStore(), catalog: catalog, cache: cache).register(on: v1)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
-                           signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
         AdminRoutes(db: pool, catalog: catalog).register(on: v1.group("/admin", AdminScope()))

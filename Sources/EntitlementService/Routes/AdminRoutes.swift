@@ -57,7 +57,7 @@ struct AdminRoutes {
     }
 
     private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ context: HTTPRequestContext, _ grants: GrantEditor) async throws -> HTTPResponse {
-        let id = try context.parameters.require("grant_id", as: ResourceID.self).value
+        let id = try context.parameters.require("grant_id", as: ResourceID.self).uuid
         guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
             throw ProblemError(status: 404, detail: "No grant has this grant_id.")
         }

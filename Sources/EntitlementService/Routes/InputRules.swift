@@ -17,9 +17,9 @@ enum InputRules {
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 
-    /// A UUID in its canonical text form, lowercased.
-    static func uuid(_ value: String, field: String) throws -> String {
-        try ResourceID(validating: value, field: field).value
+    /// A UUID, or a 400 problem naming `field`.
+    static func uuid(_ value: String, field: String) throws -> UUID {
+        try ResourceID(validating: value, field: field).uuid
     }
 
     /// A short identifier-like string: 1–`maxLength` printable characters (Unicode scalars).

@@ -13,13 +13,13 @@ struct UserID: PathParameterValue {
     static let pathParameterRequirement = "must be 1 to 128 printable characters"
 }
 
-/// The id of a submission, order or grant: a UUID, kept in its canonical lowercase text form.
+/// The id of a submission, order or grant: a UUID.
 struct ResourceID: PathParameterValue {
-    let value: String
+    let uuid: UUID
 
     init?(pathParameter text: String) {
         guard let uuid = UUID(uuidString: text) else { return nil }
-        value = uuid.uuidString.lowercased()
+        self.uuid = uuid
     }
 
     static let pathParameterRequirement = "must be a UUID"

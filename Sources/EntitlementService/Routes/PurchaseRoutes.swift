@@ -46,7 +46,7 @@ struct PurchaseRoutes {
                                extra: ["field": "receipt_data"])
         }
         let (verificationID, outcome) = try await receipts.submit(
-            userID: userID, receiptData: body.receiptData, orderID: orderID.flatMap(UUID.init(uuidString:)), waitMs: waitMs, actor: caller.keyID)
+            userID: userID, receiptData: body.receiptData, orderID: orderID, waitMs: waitMs, actor: caller.keyID)
         let id = verificationID.lowercasedString
         switch outcome {
         case nil, .pending?:
@@ -78,8 +78,8 @@ struct PurchaseRoutes {
     }
 
     private func getReceipt(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
-        let id = try context.parameters.require("verification_id", as: ResourceID.self).value
-        guard let verificationID = UUID(uuidString: id), let submission = try await receipts.submissions.find(verificationID, on: db) else {
+        let id = try context.parameters.require("verification_id", as: ResourceID.self).uuid
+        guard let submission = try await receipts.submissions.find(id, on: db) else {
             throw ProblemError(status: 404, detail: "No receipt submission has this verification_id.")
         }
         return .json(SubmissionBody(submission))
@@ -152,8 +152,8 @@ struct PurchaseRoutes {
     }
 
     private func getOrder(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
-        let id = try context.parameters.require("order_id", as: ResourceID.self).value
-        guard let orderID = UUID(uuidString: id), let order = try await orders.find(orderID, on: db) else {
+        let id = try context.parameters.require("order_id", as: ResourceID.self).uuid
+        guard let order = try await orders.find(id, on: db) else {
             throw ProblemError(status: 404, detail: "No order has this order_id.")
         }
         return .json(order)

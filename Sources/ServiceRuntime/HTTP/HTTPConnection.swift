@@ -151,12 +151,16 @@ final class HTTPConnection {
     }
 
     /// Reports the request to the server's observers, then hands its answer to the machine (an abort closes
-    /// the connection unanswered).
+    /// the connection unanswered). No closures here: one formed in `@Loop` code checks the executor when run.
     private func finish(_ request: HTTPRequest, _ outcome: HTTPOutcome, route: String, started: UInt64) {
         let response = try? outcome.get()
         server.observe(HTTPExchange(requestID: request.requestID, method: request.method, route: route,
                                     status: response?.status, nanoseconds: uv_hrtime() - started))
-        run(response.map { machine.handlerFinished($0) } ?? machine.ioFailed())
+        if let response {
+            run(machine.handlerFinished(response))
+        } else {
+            run(machine.ioFailed())
+        }
     }
 
     private func timerFired() {

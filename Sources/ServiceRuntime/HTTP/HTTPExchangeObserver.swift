@@ -15,7 +15,7 @@ public struct HTTPExchange: Sendable, Equatable {
     /// Why a rejected request was refused (its problem's detail); nil for a routed one.
     public var detail: String?
 
-    public init(requestID: String, method: String, route: String, status: Int?, nanoseconds: UInt64? = nil, detail: String? = nil) {
+    init(requestID: String, method: String, route: String, status: Int?, nanoseconds: UInt64? = nil, detail: String? = nil) {
         self.requestID = requestID
         self.method = method
         self.route = route

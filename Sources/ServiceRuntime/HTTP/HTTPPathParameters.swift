@@ -4,7 +4,7 @@ public struct HTTPPathParameters: Sendable, Equatable {
     /// In pattern order; a route has few, so a scan beats hashing.
     private var values: [(name: String, value: String)]
 
-    public init(_ values: [(name: String, value: String)] = []) {
+    init(_ values: [(name: String, value: String)] = []) {
         self.values = values
     }
 

@@ -20,7 +20,7 @@ public struct HTTPRequestContext: Sendable {
     /// and those of errors that log themselves), after the request id and route; e.g. the caller's key id.
     public var logMetadata: [(key: String, value: String)] = []
 
-    public init(requestID: String, route: String, parameters: HTTPPathParameters = HTTPPathParameters()) {
+    init(requestID: String, route: String, parameters: HTTPPathParameters = HTTPPathParameters()) {
         self.requestID = requestID
         self.route = route
         self.parameters = parameters

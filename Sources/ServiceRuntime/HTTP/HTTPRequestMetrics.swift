@@ -8,7 +8,8 @@ public struct HTTPRequestMetrics: HTTPExchangeObserver {
     }
 
     public func observe(_ exchange: HTTPExchange) {
-        metrics.recordRequest(route: exchange.route, method: exchange.method, status: exchange.status,
-                              durationSeconds: exchange.nanoseconds.map { Double($0) / 1e9 })
+        var seconds: Double?  // not `Optional.map`: a closure formed in `@Loop` code checks the executor when run
+        if let nanoseconds = exchange.nanoseconds { seconds = Double(nanoseconds) / 1e9 }
+        metrics.recordRequest(route: exchange.route, method: exchange.method, status: exchange.status, durationSeconds: seconds)
     }
 }

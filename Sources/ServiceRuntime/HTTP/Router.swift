@@ -101,9 +101,9 @@ public final class Router: RouteRegistrar {
             let problem = ProblemError.badRequest("The path segment '\(name)' is not valid percent-encoded UTF-8.", field: name)
             return (.response(problem.response), route)
         case .found(let index, let parameters):
-            let entry = entries[index]
-            let context = HTTPRequestContext(requestID: request.requestID, route: entry.route.pattern, parameters: parameters)
-            return (entry.chain.respond(request, context), entry.route.pattern)
+            let route = entries[index].route.pattern  // not the whole entry: each of its fields would be retained
+            let context = HTTPRequestContext(requestID: request.requestID, route: route, parameters: parameters)
+            return (entries[index].chain.respond(request, context), route)
         }
     }
 

@@ -1,9 +1,9 @@
 /// The process's metrics, rendered in the Prometheus text format for `GET /metrics`.
 ///
 /// HTTP traffic is recorded by the server's `HTTPRequestMetrics` (`http_requests_total`,
-/// `http_request_duration_seconds`); other parts of the service count events by label (`increment`) or register
-/// sampled values (pool sizes, loop lag, process figures) as closures read at each scrape. Everything lives on
-/// the loop, so recording costs no lock.
+/// `http_request_duration_seconds`); other parts of the service count events by label (`increment`) or
+/// register sampled values (pool sizes, loop lag, process figures) as closures read at each scrape.
+/// Everything lives on the loop, so recording costs no lock.
 @Loop
 public final class Metrics {
     /// The registry `/metrics` serves.
