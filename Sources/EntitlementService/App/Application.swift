@@ -49,6 +49,12 @@ final class Application {
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
         AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
+        var sync: AppleAccountSync?
+        if let settings = ServerAPISettings(configuration) {
+            let client = ServerAPIClient(http: http, settings: settings, verifier: SignedPayloadVerifier(roots: configuration.appleRootCertificates))
+            sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
+        }
+        AppleAdminRoutes(keys: keys, sync: sync, reader: EntitlementReader(db: pool, catalog: catalog)).register(on: router)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
