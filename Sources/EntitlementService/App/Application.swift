@@ -49,9 +49,11 @@ final class Application {
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
         AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
+        var serverAPI: ServerAPIClient?
         var sync: AppleAccountSync?
         if let settings = ServerAPISettings(configuration) {
             let client = ServerAPIClient(http: http, settings: settings, verifier: SignedPayloadVerifier(roots: configuration.appleRootCertificates))
+            serverAPI = client
             sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
         }
         AppleAdminRoutes(keys: keys, sync: sync, reader: EntitlementReader(db: pool, catalog: catalog)).register(on: router)
@@ -59,7 +61,7 @@ final class Application {
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, serverAPI: serverAPI, intervalMs: 5_000),
                    RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000)]
         registerMetrics()
     }
