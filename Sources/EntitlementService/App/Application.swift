@@ -15,6 +15,9 @@ final class Application {
     private var signals: [SignalWatcher] = []
     private let lagMonitor = LoopLagMonitor()
     private var stopping = false
+    /// How long a stored notification is left to the request applying it (and a claimed one to the worker)
+    /// before the worker takes it (again).
+    static let notificationLeaseMs = 10_000
 
     /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
     init(configuration: Configuration, migrationsDirectory: URL) async throws {
@@ -40,20 +43,29 @@ final class Application {
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
 
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
+        let reader = EntitlementReader(db: pool, catalog: catalog)
+        let signedData = SignedAppStoreData(verifier: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
+                                            bundleID: configuration.appleBundleID)
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
-        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
+        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: reader,
                        ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
-                           signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
-                           db: pool, recorder: receipts.recorder, catalog: catalog)
+        StoreKitRoutes(keys: keys, db: pool, signedData: signedData, recorder: receipts.recorder, reader: reader, catalog: catalog)
+            .register(on: router)
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signedData: signedData, db: pool, recorder: receipts.recorder,
+                           catalog: catalog, leaseMs: Self.notificationLeaseMs)
             .register(on: router)
         AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
+        NotificationAdminRoutes(keys: keys, db: pool).register(on: router)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000)]
+        workers = [
+            RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+            NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, leaseMs: Self.notificationLeaseMs,
+                                    intervalMs: 500),
+        ]
         registerMetrics()
     }
 

@@ -34,6 +34,7 @@ enum TransactionRows {
                 "subscription_group_identifier": t.subscriptionGroupIdentifier,
                 "app_account_token": t.appAccountToken,
                 "promotional_offer_id": t.promotionalOfferID,
+                "signed_date": t.signedDate.map(PostgresTimestamp.format),
             ]
         }
         return try JSONEncoder().encode(rows)
