@@ -52,6 +52,30 @@ extension AdminTests {
             }
         }
 
+        @Test @Loop func everyFieldSurvivesTheDatabase() async throws {
+            try await AdminHarness.run { service in
+                // Names with what PostgreSQL's array text form would have to quote or escape.
+                let names = [#"a,b"#, "{c}", #"say "hi""#, #"back\slash"#, "NULL", " spaced ", "é"]
+                let pass: [String: Any] = ["type": "non_renewing", "entitlements": names, "duration": "P1M2DT3H", "currency": "coins",
+                                           "amount": 5, "price": "12.50", "price_currency": "EUR", "subscription_group": "group, \"one\""]
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.pass", body: AdminHarness.json(pass)).status == 201)
+                let list = try await service.call("GET", "/v1/admin/products")
+                let stored = try #require((list.object["products"] as? [[String: Any]])?.first { $0["product_id"] as? String == "com.example.pass" })
+                #expect(AdminHarness.json(stored) == AdminHarness.json(pass.merging(["product_id": "com.example.pass"]) { $1 }))
+
+                // Replacing it audits what was stored as `before`.
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.pass",
+                                               body: #"{"type": "consumable", "currency": "coins", "amount": 1}"#).status == 200)
+                let audit = try await service.sql("SELECT before FROM audit_events WHERE action = 'product.put' AND before IS NOT NULL")
+                let before = try JSONSerialization.jsonObject(with: Data(try #require(audit.first).string("before").utf8)) as? [String: Any]
+                #expect(before.map(AdminHarness.json) == AdminHarness.json(stored))
+                let consumable = try await service.call("GET", "/v1/admin/products")
+                let replaced = (consumable.object["products"] as? [[String: Any]])?.first { $0["product_id"] as? String == "com.example.pass" }
+                #expect(replaced?["entitlements"] as? [String] == [])
+                #expect(replaced?["duration"] == nil)
+            }
+        }
+
         @Test @Loop func validationErrorsNameTheField() async throws {
             try await AdminHarness.run { service in
                 let cases: [(path: String, body: String, field: String)] = [

@@ -62,8 +62,6 @@ extension AdminTests {
         @Test @Loop func windowAndEnvironmentAreChecked() async throws {
             try await AdminHarness.run { service in
                 let cases: [(String, String)] = [
-                    ("to=2026-04-01T00:00:00Z", "from"),
-                    ("from=2026-03-01T00:00:00Z", "to"),
                     ("from=yesterday&to=2026-04-01T00:00:00Z", "from"),
                     ("from=2026-03-01T00:00:00Z&to=2026-13-01T00:00:00Z", "to"),
                     ("from=2026-03-01T00:00:00Z&to=", "to"),
@@ -78,6 +76,27 @@ extension AdminTests {
                 let empty = try await service.call("GET", "/v1/admin/reports/purchases?from=0001-01-01T00:00:00Z&to=9999-12-31T23:59:59Z")
                 #expect(empty.status == 200, "\(empty)")
                 #expect((empty.object["rows"] as? [Any])?.isEmpty == true)
+
+                // Either end may be left out: `to` is then now, `from` 30 days before `to`.
+                let untilApril = try await service.call("GET", "/v1/admin/reports/purchases?to=2026-04-01T00:00:00Z")
+                #expect(untilApril.status == 200, "\(untilApril)")
+                #expect(untilApril.object["from"] as? String == "2026-03-02T00:00:00Z")
+                #expect(untilApril.object["to"] as? String == "2026-04-01T00:00:00Z")
+                let started = GrantStore.wholeSecond(Date())
+                let sinceMarch = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z")
+                #expect(sinceMarch.status == 200, "\(sinceMarch)")
+                #expect(sinceMarch.object["from"] as? String == "2026-03-01T00:00:00Z")
+                let now = try #require(RFC3339.date(from: sinceMarch.object["to"] as? String ?? ""))
+                #expect(now >= started && now <= Date())
+                let lastMonth = try await service.call("GET", "/v1/admin/reports/purchases")
+                #expect(lastMonth.status == 200, "\(lastMonth)")
+                let from = try #require(RFC3339.date(from: lastMonth.object["from"] as? String ?? ""))
+                let to = try #require(RFC3339.date(from: lastMonth.object["to"] as? String ?? ""))
+                #expect(to >= started && to <= Date())
+                #expect(to.timeIntervalSince(from) == 30 * 86_400)
+                let future = try await service.call("GET", "/v1/admin/reports/purchases?from=9999-01-01T00:00:00Z")
+                #expect(future.status == 400, "\(future)")
+                #expect(future.field == "to", "\(future)")
             }
         }
     }

@@ -29,12 +29,14 @@ enum AdminInput {
         return date
     }
 
-    /// A required RFC 3339 query parameter.
-    static func requiredQueryInstant(_ request: HTTPRequest, _ name: String) throws -> Date {
-        guard let raw = request.query[name] else {
-            throw ProblemError.badRequest("The query parameter '\(name)' is required (an RFC 3339 date-time).", field: name)
-        }
-        return try instant(raw, field: name)
+    /// The purchase report's window `[from, to)` from the optional query parameters `from` and `to`: `to`
+    /// defaults to `now` (floored to a whole second, as the report writes it), `from` to 30 days before `to`.
+    static func reportWindow(_ request: HTTPRequest, now: Date) throws -> (from: Date, to: Date) {
+        let from = try request.query["from"].map { try instant($0, field: "from") }
+        let to = try request.query["to"].map { try instant($0, field: "to") } ?? GrantStore.wholeSecond(now)
+        let start = from ?? to.addingTimeInterval(-30 * 86_400)
+        guard start < to else { throw ProblemError.badRequest("'to' must be later than 'from'.", field: "to") }
+        return (start, to)
     }
 
     /// An ISO 8601 duration longer than zero whose end, counted from `start`, is no later than ``latestInstant``.

@@ -40,40 +40,7 @@ final class CatalogCache {
     }
 
     private func load() async throws -> Catalog {
-        let rows = try await db.query("""
-            SELECT jsonb_build_object(
-                'product_id', product_id, 'type', type, 'entitlements', to_jsonb(entitlements), 'duration', duration,
-                'currency', currency, 'amount', amount, 'price', price, 'price_currency', price_currency,
-                'subscription_group', subscription_group)::text AS product
-              FROM products ORDER BY product_id
-            """, []).rows
-        return try Self.catalog(from: rows)
-    }
-
-    /// Decodes the loaded rows. Synchronous on purpose: typed-throws decoding inside the async `load` crashes
-    /// Swift 6.3's optimizer (coroutine splitting), so release builds keep it out of the coroutine.
-    private static func catalog(from rows: [PostgresRow]) throws -> Catalog {
-        var products: [Product] = []
-        products.reserveCapacity(rows.count)
-        for row in rows {
-            products.append(try Product(json: Data(try row.string("product").utf8)))
-        }
-        return try Catalog(products: products)
-    }
-
-    /// Creates or replaces one product, in `connection`'s transaction.
-    static func upsert(_ product: Product, on connection: PostgresConnection) async throws {
-        _ = try await connection.query("""
-            INSERT INTO products AS p (product_id, type, entitlements, duration, currency, amount, price, price_currency, subscription_group, updated_at)
-            SELECT x.product_id, x.type, ARRAY(SELECT jsonb_array_elements_text(COALESCE($1::jsonb -> 'entitlements', '[]'))),
-                   x.duration, x.currency, x.amount, x.price, x.price_currency, x.subscription_group, now()
-              FROM jsonb_to_record($1::jsonb) AS x(product_id text, type text, duration text, currency text, amount bigint,
-                                                   price text, price_currency text, subscription_group text)
-            ON CONFLICT (product_id) DO UPDATE SET
-                type = EXCLUDED.type, entitlements = EXCLUDED.entitlements, duration = EXCLUDED.duration,
-                currency = EXCLUDED.currency, amount = EXCLUDED.amount, price = EXCLUDED.price,
-                price_currency = EXCLUDED.price_currency, subscription_group = EXCLUDED.subscription_group, updated_at = now()
-            """, [try PostgresJSON(encoding: product)])
+        try await ProductStore().catalog(on: db)
     }
 
     /// Upserts every product of the catalog file at `path` in one transaction (start-up, `PRODUCTS_FILE`).
@@ -89,7 +56,7 @@ final class CatalogCache {
         }
         try await db.transaction { connection in
             for product in catalog.products {
-                try await Self.upsert(product, on: connection)
+                try await ProductStore().upsert(product, on: connection)
             }
         }
         invalidate()

@@ -9,12 +9,14 @@ struct AdminRoutes {
     let keys: APIKeys
     let db: PostgresPool
     let catalog: CatalogCache
+    /// The audit log's reads; a stand-in lets a route test run without PostgreSQL.
+    var audit: any AuditReading = AuditStore()
+    /// The purchase report's reads; a stand-in lets a route test run without PostgreSQL.
+    var report: any ReportReading = ReportStore()
 
     func register(on router: Router) {
-        let grants = GrantStore(db: db)
+        let grants = GrantEditor(db: db)
         let editor = CatalogEditor(db: db, catalog: catalog)
-        let audit = AuditLog(db: db)
-        let report = PurchaseReport(db: db)
         router.post("/v1/admin/users/{user_id}/grants") { request in try await admin(request) { try await createGrant($0, request, grants) } }
         router.delete("/v1/admin/grants/{grant_id}") { request in try await admin(request) { try await revokeGrant($0, request, grants) } }
         router.put("/v1/admin/products/{product_id}") { request in try await admin(request) { try await putProduct($0, request, editor) } }
@@ -36,7 +38,7 @@ struct AdminRoutes {
         enum CodingKeys: String, CodingKey { case entitlement, expiresAt = "expires_at", duration, reason }
     }
 
-    private func createGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantStore) async throws -> HTTPResponse {
+    private func createGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantEditor) async throws -> HTTPResponse {
         let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
         let body = try request.decodeJSON(GrantBody.self)
         let entitlement = try AdminInput.text(body.entitlement, field: "entitlement", maxLength: 255)
@@ -59,7 +61,7 @@ struct AdminRoutes {
         return .json(record, status: 201)
     }
 
-    private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantStore) async throws -> HTTPResponse {
+    private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantEditor) async throws -> HTTPResponse {
         let id = try InputRules.uuid(request.pathParameters["grant_id"] ?? "", field: "grant_id")
         guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
             throw ProblemError(status: 404, detail: "No grant has this grant_id.")
@@ -90,7 +92,7 @@ struct AdminRoutes {
         return .json(product, status: created ? 201 : 200)
     }
 
-    private func listAudit(_ request: HTTPRequest, _ audit: AuditLog) async throws -> HTTPResponse {
+    private func listAudit(_ request: HTTPRequest, _ audit: any AuditReading) async throws -> HTTPResponse {
         let limit = try InputRules.queryInt(request, "limit", in: 1...500, default: 50)
         let cursor = try request.query["cursor"].map { text in
             guard let cursor = AuditCursor(text: text) else {
@@ -100,14 +102,12 @@ struct AdminRoutes {
         }
         let userID = try request.query["user_id"].map { try InputRules.userID($0) }
         let action = try request.query["action"].map { try AdminInput.action($0) }
-        return .json(try await audit.page(AuditLog.Query(limit: limit, cursor: cursor, userID: userID, action: action)))
+        return .json(try await audit.page(AuditQuery(limit: limit, cursor: cursor, userID: userID, action: action), on: db))
     }
 
-    private func purchaseReport(_ request: HTTPRequest, _ report: PurchaseReport) async throws -> HTTPResponse {
-        let from = try AdminInput.requiredQueryInstant(request, "from")
-        let to = try AdminInput.requiredQueryInstant(request, "to")
-        guard from < to else { throw ProblemError.badRequest("'to' must be later than 'from'.", field: "to") }
+    private func purchaseReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
+        let window = try AdminInput.reportWindow(request, now: Date())
         let environment = try AdminInput.queryEnvironment(request)
-        return .json(try await report.run(from: from, to: to, environment: environment))
+        return .json(try await report.purchases(from: window.from, to: window.to, environment: environment, on: db))
     }
 }

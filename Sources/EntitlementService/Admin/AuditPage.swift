@@ -2,60 +2,13 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The `audit_events` table: admin actions and ownership transfers, each written in the same database
-/// transaction as the change it records, and read back newest first a page at a time.
-///
-/// The actor is always a key id (`admin#1`), never a key.
-@Loop
-struct AuditLog {
-    let db: PostgresPool
-
-    /// The actions recorded: the admin routes' and the purchase recorder's ownership transfers.
-    enum Action {
-        static let grantCreate = "grant.create"
-        static let grantRevoke = "grant.revoke"
-        static let productPut = "product.put"
-        static let ownershipTransfer = "ownership.transfer"
-    }
-
-    /// The statement that records one event; run it in the transaction of the change.
-    static func record(actor: String, action: String, subject: String, userID: String?,
-                       before: PostgresJSON?, after: PostgresJSON?) -> PostgresStatement {
-        PostgresStatement("""
-            INSERT INTO audit_events (actor, action, subject, user_id, before, after)
-            VALUES ($1, $2, $3, $4, $5, $6)
-            """, [actor, action, subject, userID, before, after])
-    }
-
-    /// What to read: at most `limit` events older than `cursor` (the newest when nil), optionally only those
-    /// about `userID` or with `action`.
-    struct Query: Sendable {
-        var limit: Int
-        var cursor: AuditCursor?
-        var userID: String?
-        var action: String?
-    }
-
-    /// One page, newest first, and the cursor of the next older page when there is one.
-    func page(_ query: Query) async throws -> AuditPageBody {
-        let rows = try await db.query("""
-            SELECT event_id, occurred_at, (extract(epoch FROM occurred_at) * 1000000)::bigint AS occurred_us,
-                   actor, action, subject, user_id, before::text AS before, after::text AS after
-              FROM audit_events
-             WHERE ($1::bigint IS NULL
-                    OR (occurred_at, event_id) < (timestamptz 'epoch' + $1::bigint * interval '1 microsecond', $2::bigint))
-               AND ($3::text IS NULL OR user_id = $3)
-               AND ($4::text IS NULL OR action = $4)
-             ORDER BY occurred_at DESC, event_id DESC
-             LIMIT $5
-            """, [query.cursor?.occurredMicroseconds, query.cursor?.eventID, query.userID, query.action, query.limit + 1]).rows
-        let events = try rows.prefix(query.limit).map(AuditEventBody.init(row:))
-        var next: AuditCursor?
-        if rows.count > query.limit, let last = rows.prefix(query.limit).last {
-            next = AuditCursor(occurredMicroseconds: try last.int64("occurred_us"), eventID: try last.int64("event_id"))
-        }
-        return AuditPageBody(events: events, nextCursor: next?.text)
-    }
+/// What `GET /v1/admin/audit` asks for: at most `limit` events older than `cursor` (the newest when nil),
+/// optionally only those about `userID` or with `action`.
+struct AuditQuery: Sendable {
+    var limit: Int
+    var cursor: AuditCursor?
+    var userID: String?
+    var action: String?
 }
 
 /// Where a page of the audit log ends: the sort key of its last (oldest) event. Opaque to clients: the
@@ -110,22 +63,6 @@ struct AuditEventBody: Encodable {
     var userID: String?
     var before: JSONValue
     var after: JSONValue
-
-    init(row: PostgresRow) throws {
-        eventID = try row.int64("event_id")
-        occurredAt = try row.date("occurred_at")
-        actor = try row.string("actor")
-        action = try row.string("action")
-        subject = try row.string("subject")
-        userID = try row.optionalString("user_id")
-        before = try Self.json(row.optionalString("before"))
-        after = try Self.json(row.optionalString("after"))
-    }
-
-    private static func json(_ text: String?) throws -> JSONValue {
-        guard let text else { return .null }
-        return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-    }
 
     enum CodingKeys: String, CodingKey {
         case eventID = "event_id", occurredAt = "occurred_at", actor, action, subject, userID = "user_id", before, after

@@ -2,38 +2,9 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// `GET /v1/admin/reports/purchases`: verified App Store purchases (each transaction once, renewals
-/// included) whose purchase date falls in `[from, to)`, grouped by product and environment, with the
-/// catalog's price. Sandbox purchases are never added to production ones.
-@Loop
-struct PurchaseReport {
-    let db: PostgresPool
-
-    /// The report over `[from, to)`, only `environment` when given.
-    func run(from: Date, to: Date, environment: StoreEnvironment?) async throws -> PurchaseReportBody {
-        let rows = try await db.query("""
-            SELECT t.product_id, t.environment, p.type AS product_type,
-                   count(*) AS purchases,
-                   count(*) FILTER (WHERE t.cancellation_date IS NOT NULL) AS refunded,
-                   sum(t.quantity) AS units,
-                   p.price, p.price_currency,
-                   (p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL), 0))::text AS revenue
-              FROM app_store_transactions t LEFT JOIN products p USING (product_id)
-             WHERE t.purchase_date >= $1 AND t.purchase_date < $2 AND ($3::text IS NULL OR t.environment = $3)
-             GROUP BY t.product_id, t.environment, p.type, p.price, p.price_currency
-             ORDER BY t.environment, t.product_id
-            """, [from, to, environment?.rawValue]).rows
-        return PurchaseReportBody(from: from, to: to, environment: environment, rows: try rows.map { row in
-            PurchaseReportBody.Row(
-                productID: try row.string("product_id"), environment: try row.string("environment"),
-                productType: try row.optionalString("product_type"), count: try row.int("purchases"),
-                refunded: try row.int("refunded"), units: try row.int("units"), price: try row.optionalString("price"),
-                priceCurrency: try row.optionalString("price_currency"), revenue: try row.optionalString("revenue"))
-        })
-    }
-}
-
-/// The body of the purchase report.
+/// The body of `GET /v1/admin/reports/purchases`: verified App Store purchases (each transaction once, renewals
+/// included) whose purchase date falls in `[from, to)`, grouped by product and environment, with the catalog's
+/// price. Sandbox purchases are never added to production ones.
 struct PurchaseReportBody: Encodable {
     var from: Date
     var to: Date

@@ -1,0 +1,107 @@
+import Foundation
+
+/// The state machine of one App Store Server API call across Apple's two environments: which to ask, and
+/// what the call came to. It performs no I/O: the client carries out each returned `Action` (waiting for the
+/// app's rate limit and its own request budget first) and reports the exchange back through `received(_:)`.
+///
+/// Production is asked first; its "not found" (`4040010`, `4040005`, an order with `status` 1) or 401 is asked
+/// again of Sandbox, once. Sandbox's "not found" is final; a 401 from both is a configuration error (from
+/// Sandbox alone, after Production said "not found", it is one too). A 429 finishes the call as `rateLimited`
+/// (the caller shares the wait with every other request); retryable answers finish it as `retryLater`.
+public struct ServerAPIFlow: Sendable {
+    /// What the caller must do next.
+    public enum Action: Sendable, Hashable {
+        /// Send the request to this environment's base URL.
+        case send(StoreEnvironment)
+        /// The call is over.
+        case finish(Result)
+    }
+
+    /// What the call came to.
+    public enum Result: Sendable, Hashable {
+        /// Apple answered 200 from `environment`: the body is the answer.
+        case answered(environment: StoreEnvironment)
+        /// Neither environment knows the id (or the order).
+        case notFound(errorCode: Int?)
+        /// Apple refused the key from every environment asked, or refused the request as malformed.
+        case configurationError(detail: String)
+        /// The request is invalid for Apple (an id that cannot exist, for instance).
+        case rejected(errorCode: Int?, detail: String)
+        /// Apple's rate limit: nothing may be sent before `until` (nil: Apple named no time).
+        case rateLimited(until: Date?)
+        /// Apple could not answer now; ask again later.
+        case retryLater(detail: String)
+    }
+
+    private enum State: Sendable {
+        case idle
+        case awaiting(StoreEnvironment)
+        case finished
+    }
+
+    private var state: State = .idle
+    private let firstEnvironment: StoreEnvironment
+    /// Whether Production's answer sent the call on to Sandbox.
+    public private(set) var fellBackToSandbox = false
+    /// Whether some environment refused the key (401).
+    private var refusedKey = false
+
+    /// A call that first asks `firstEnvironment` (Production, unless the purchase is known to be Sandbox's).
+    public init(firstEnvironment: StoreEnvironment = .production) {
+        self.firstEnvironment = firstEnvironment
+    }
+
+    /// The environment of the request in flight, nil before `start()` and after the call finished.
+    public var environment: StoreEnvironment? {
+        if case .awaiting(let environment) = state { environment } else { nil }
+    }
+
+    /// Begins the call. Calling it twice is a programming error.
+    public mutating func start() -> Action {
+        guard case .idle = state else { preconditionFailure("ServerAPIFlow.start() called twice") }
+        state = .awaiting(firstEnvironment)
+        return .send(firstEnvironment)
+    }
+
+    /// Takes the classified answer of the request in flight (`ServerAPIStatus`). Calling it with no request
+    /// in flight is a programming error.
+    public mutating func received(_ status: ServerAPIStatus) -> Action {
+        guard case .awaiting(let environment) = state else {
+            preconditionFailure("ServerAPIFlow.received(_:) called with no request in flight")
+        }
+        switch status {
+        case .ok:
+            return finish(.answered(environment: environment))
+        case .notFound(let errorCode):
+            if let next = fallback(from: environment) { return next }
+            return finish(refusedKey
+                ? .configurationError(detail: "Production refused the key and Sandbox does not know the id")
+                : .notFound(errorCode: errorCode))
+        case .unauthorized:
+            refusedKey = true
+            if let next = fallback(from: environment) { return next }
+            return finish(.configurationError(detail: "the App Store Server API refused the key (HTTP 401) in \(environment.rawValue)"))
+        case .rateLimited(let until):
+            return finish(.rateLimited(until: until))
+        case .retryable(let errorCode):
+            return finish(.retryLater(detail: "Apple could not answer now" + (errorCode.map { " (errorCode \($0))" } ?? "")))
+        case .rejected(let errorCode):
+            return finish(errorCode == nil
+                ? .configurationError(detail: "the App Store Server API refused the request")
+                : .rejected(errorCode: errorCode, detail: "Apple refused the request (errorCode \(errorCode!))"))
+        }
+    }
+
+    /// Production's negative answer goes on to Sandbox once; nil when there is nowhere left to ask.
+    private mutating func fallback(from environment: StoreEnvironment) -> Action? {
+        guard environment == .production, !fellBackToSandbox else { return nil }
+        fellBackToSandbox = true
+        state = .awaiting(.sandbox)
+        return .send(.sandbox)
+    }
+
+    private mutating func finish(_ result: Result) -> Action {
+        state = .finished
+        return .finish(result)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+
+/// What one App Store Server API exchange means, whether Apple answered or the request failed on the way:
+/// the one table of Apple's HTTP statuses and `errorCode`s, as `VerifyStatus` is for verifyReceipt.
+///
+/// Apple answers errors as `{"errorCode": 4040010, "errorMessage": "..."}` with a matching HTTP status.
+public enum ServerAPIStatus: Sendable, Hashable {
+    /// 200: the answer is in the body.
+    case ok
+    /// Not known in the environment asked: `4040010` (transaction id not found) and `4040005` (original
+    /// transaction id not found), or a Look Up Order ID answer with `status` 1. Production's "not found" is
+    /// asked again of Sandbox, as `21007` is; Sandbox's is final.
+    case notFound(errorCode: Int?)
+    /// 401: the JWT was refused. Production refuses Sandbox-only keys before an app's release, so this too is
+    /// asked again of Sandbox; from both environments it is a configuration error.
+    case unauthorized
+    /// 429 (`4290000`): wait until `retryAfter` (Apple's `Retry-After`, a UNIX time in milliseconds), shared
+    /// by every request of the app, since Apple's limits are per app.
+    case rateLimited(retryAfter: Date?)
+    /// Apple could not answer now (`5000001`, `4040002`, `4040004`, `4040006`, any 5xx, timeouts, broken
+    /// connections): ask again later with backoff.
+    case retryable(errorCode: Int?)
+    /// The request itself is wrong and asking again will not help (other 4xx: an invalid id, an unknown app
+    /// or account): the operation fails and says why.
+    case rejected(errorCode: Int?)
+
+    /// Apple's `errorCode`s that mean "try again later".
+    public static let retryableErrorCodes: Set<Int> = [4_040_002, 4_040_004, 4_040_006, 5_000_001]
+    /// Apple's `errorCode`s that mean "not in this environment".
+    public static let notFoundErrorCodes: Set<Int> = [4_040_005, 4_040_010]
+
+    /// Classifies an answer: its HTTP status, Apple's `errorCode` from the body (when it has one) and the
+    /// `Retry-After` header's value.
+    public init(httpStatus: Int, errorCode: Int?, retryAfter: String?) {
+        if let errorCode, Self.retryableErrorCodes.contains(errorCode) {
+            self = .retryable(errorCode: errorCode)
+            return
+        }
+        if let errorCode, Self.notFoundErrorCodes.contains(errorCode) {
+            self = .notFound(errorCode: errorCode)
+            return
+        }
+        self = switch httpStatus {
+        case 200: .ok
+        case 401: .unauthorized
+        case 429: .rateLimited(retryAfter: retryAfter.flatMap { Self.retryAfterDate($0) })
+        case 408, 500...599: .retryable(errorCode: errorCode)
+        default: .rejected(errorCode: errorCode)
+        }
+    }
+
+    /// A request that got no answer: always worth asking again later.
+    public init(_ failure: ServerAPITransportFailure) {
+        self = .retryable(errorCode: nil)
+    }
+
+    /// Apple's `Retry-After`: a UNIX time in milliseconds. A small number (under ten years of seconds) is read
+    /// as HTTP's delay in seconds instead, relative to `now`, so a proxy's header is not misread as 1970.
+    public static func retryAfterDate(_ value: String, now: Date = Date()) -> Date? {
+        guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number >= 0, number.isFinite else { return nil }
+        if number < 315_360_000 { return now.addingTimeInterval(number) }
+        return Date(timeIntervalSince1970: number / 1000)
+    }
+}
+
+/// An App Store Server API request that got no HTTP answer.
+public enum ServerAPITransportFailure: Sendable, Hashable, CustomStringConvertible {
+    /// No complete answer within the configured time.
+    case timeout
+    /// The connection could not be made or broke (DNS, TCP, TLS); the detail is the transport's message.
+    case connectionError(String)
+    /// The answer's body is not what the endpoint sends; the detail says what is wrong with it.
+    case undecodableBody(String)
+
+    /// One line for the log, keeping the transport's detail.
+    public var description: String {
+        switch self {
+        case .timeout: "App Store Server API timed out"
+        case .connectionError(let detail): "connection to the App Store Server API failed: \(detail)"
+        case .undecodableBody(let detail): "undecodable App Store Server API body: \(detail)"
+        }
+    }
+}

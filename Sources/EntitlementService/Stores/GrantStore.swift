@@ -1,0 +1,59 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// The `grants` table: entitlements admins gave users by hand, and their revocations.
+///
+/// Times are kept in whole seconds (floored), so the `created_at` and `revoked_at` a client reads back are
+/// exactly the instants the evaluator uses: asking for the entitlements `at` a grant's `created_at` sees it.
+@Loop
+struct GrantStore {
+    /// `date` floored to a whole second.
+    nonisolated static func wholeSecond(_ date: Date) -> Date {
+        Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.rounded(.down))
+    }
+
+    /// Stores grant `id` of `entitlement` to `userID`, made by `actor` at `now` (floored to a whole second);
+    /// returns it as stored.
+    func create(id: UUID, userID: String, entitlement: String, expiresAt: Date?, reason: String, actor: String, now: Date,
+                on db: some PostgresQueryable) async throws -> GrantRecord {
+        let record = GrantRecord(
+            grant: Grant(id: id.uuidString.lowercased(), userID: userID, entitlement: entitlement,
+                         createdAt: Self.wholeSecond(now), expiresAt: expiresAt, reason: reason),
+            createdBy: actor, revokedBy: nil)
+        _ = try await db.query("""
+            INSERT INTO grants (grant_id, user_id, entitlement, expires_at, reason, created_by, created_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """, [id, userID, entitlement, expiresAt, reason, actor, record.grant.createdAt])
+        return record
+    }
+
+    /// Grant `id`, locked until the caller's transaction ends; nil when there is no such grant.
+    func lockedRecord(id: UUID, on db: some PostgresQueryable) async throws -> GrantRecord? {
+        let rows = try await db.query("""
+            SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
+              FROM grants WHERE grant_id = $1 FOR UPDATE
+            """, [id]).rows
+        return try rows.first.map { row in
+            GrantRecord(grant: try Self.grant(row), createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
+        }
+    }
+
+    /// Marks grant `id` revoked at `revokedAt` by `actor`.
+    func revoke(id: UUID, at revokedAt: Date, by actor: String, on db: some PostgresQueryable) async throws {
+        _ = try await db.query("UPDATE grants SET revoked_at = $2, revoked_by = $3 WHERE grant_id = $1", [id, revokedAt, actor])
+    }
+
+    /// Every grant `userID` was given, revoked and ended ones included, as the entitlement evaluator takes them.
+    func grants(userID: String, on db: some PostgresQueryable) async throws -> [Grant] {
+        try await db.query("""
+            SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1
+            """, [userID]).rows.map(Self.grant)
+    }
+
+    private static func grant(_ row: PostgresRow) throws -> Grant {
+        Grant(id: try row.string("grant_id"), userID: try row.string("user_id"), entitlement: try row.string("entitlement"),
+              createdAt: try row.date("created_at"), expiresAt: try row.optionalDate("expires_at"),
+              revokedAt: try row.optionalDate("revoked_at"), reason: try row.string("reason"))
+    }
+}

@@ -1,0 +1,71 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+@testable import ServiceRuntime
+
+/// The purchase report's route without PostgreSQL: `AdminRoutes` reads the report through `ReportReading`, here a
+/// stand-in that answers no rows and keeps the window it was asked for. The pool names a socket directory that
+/// does not exist, so a request that reached the database would fail.
+@Suite struct AdminReportRouteTests {
+    /// Answers every window with no rows and remembers what it was asked.
+    @Loop final class RecordedReports: ReportReading {
+        private(set) var asked: [(from: Date, to: Date, environment: StoreEnvironment?)] = []
+
+        func purchases(from: Date, to: Date, environment: StoreEnvironment?, on db: some PostgresQueryable) async throws -> PurchaseReportBody {
+            asked.append((from, to, environment))
+            return PurchaseReportBody(from: from, to: to, environment: environment, rows: [])
+        }
+    }
+
+    static let adminKey = "adm-" + UUID().uuidString
+
+    /// The admin routes on a pool that never connects, with `reports` as the report's reads.
+    @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
+        try await HTTPTestServer.start { router in
+            let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
+            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: CatalogCache(db: pool), report: reports)
+                .register(on: router)
+        }
+    }
+
+    /// `GET /v1/admin/reports/purchases` with `query`, as an admin.
+    static func report(_ server: HTTPTestServer, _ query: String) async throws -> RawHTTPClient.Response {
+        try await server.request("/v1/admin/reports/purchases" + query, headers: [("Authorization", "Bearer \(adminKey)")])
+    }
+
+    @Test @Loop func fromAndToDefaultToTheLast30Days() async throws {
+        let reports = RecordedReports()
+        let server = try await Self.start(reports)
+        let started = GrantStore.wholeSecond(Date())
+
+        let lastMonth = try await Self.report(server, "")
+        #expect(lastMonth.status == 200, "\(lastMonth.text)")
+        let window = try #require(reports.asked.last)
+        #expect(window.to >= started && window.to <= Date() && window.to == GrantStore.wholeSecond(window.to))
+        #expect(window.to.timeIntervalSince(window.from) == 30 * 86_400)
+        #expect(window.environment == nil)
+        let body = try lastMonth.json()
+        #expect(body["from"] as? String == RFC3339.string(from: window.from))
+        #expect(body["to"] as? String == RFC3339.string(from: window.to))
+
+        let untilApril = try await Self.report(server, "?to=2026-04-01T00:00:00Z&environment=Sandbox")
+        #expect(untilApril.status == 200, "\(untilApril.text)")
+        #expect(reports.asked.last?.from == RFC3339.date(from: "2026-03-02T00:00:00Z"))
+        #expect(reports.asked.last?.to == RFC3339.date(from: "2026-04-01T00:00:00Z"))
+        #expect(reports.asked.last?.environment == .sandbox)
+
+        let sinceMarch = try await Self.report(server, "?from=2026-03-01T00:00:00Z")
+        #expect(sinceMarch.status == 200, "\(sinceMarch.text)")
+        #expect(reports.asked.last?.from == RFC3339.date(from: "2026-03-01T00:00:00Z"))
+        let now = try #require(reports.asked.last?.to)
+        #expect(now >= started && now <= Date())
+
+        // A `from` after the defaulted `to` is refused before the report is read.
+        let future = try await Self.report(server, "?from=9999-01-01T00:00:00Z")
+        #expect(future.status == 400, "\(future.text)")
+        #expect(try future.json()["field"] as? String == "to")
+        #expect(reports.asked.count == 3)
+        await server.shutdown()
+    }
+}
