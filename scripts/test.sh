@@ -101,4 +101,12 @@ if grep -q 'level=error' "$WORK/service.log"; then
     grep 'level=error' "$WORK/service.log" | head -n 20 >&2
 fi
 [ "$schemathesis_status" -eq 0 ] || status=1
+
+# Apple's own library (SignedDataVerifier) on what the fake App Store signs: scripts/signed-parity/check_fake.py
+# against the fake started above, in the parity harness's venv (run.sh creates it and installs the pinned library).
+if ! { scripts/signed-parity/run.sh "$WORK/signed-parity" "$ROOT/.build/signed-parity-venv" &&
+       "$ROOT/.build/signed-parity-venv/bin/python" scripts/signed-parity/check_fake.py "http://127.0.0.1:$FAKE_PORT"; }; then
+    echo "check_fake: FAILED" >&2
+    status=1
+fi
 exit "$status"

@@ -2,8 +2,9 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// A fake of Apple's legacy verifyReceipt service, served by the project's own HTTP server on the loop, for
-/// tests, demos, staging and benchmarks.
+/// A fake of the App Store (Apple's legacy verifyReceipt service, and StoreKit 2's signed transactions and
+/// server notifications), served by the project's own HTTP server on the loop, for tests, demos, staging and
+/// benchmarks.
 ///
 /// `POST /verifyReceipt` (production) and `POST /sandbox/verifyReceipt` answer as Apple does, HTTP 200 with
 /// `{"status": N, ...}`: from the scenario programmed for the receipt, else from a `FakeReceipt` carried in
@@ -13,22 +14,80 @@ import Foundation
 ///   answers for one receipt, taken in order, the last repeating (steps: `FakeStep`).
 /// - `PUT /control/config` `{"shared_secret": "..."|null, "latency_ms": N, "outage": bool}`; `GET` reads it.
 /// - `GET /control/requests`: what was received (counts per endpoint, the passwords seen, the newest requests).
-/// - `POST /control/reset`: back to the start configuration; held requests are released.
+/// - `POST /control/reset`: back to the start configuration; held requests are released and the StoreKit
+///   purchases forgotten (the signing chain stays).
 ///
-/// Latency and delays wait on loop timers, never blocking the loop. A stalled request is held until a reset
-/// or the shutdown releases it with a 503 (its client has normally given up long before).
+/// StoreKit 2: the fake sells purchases (`FakeStoreKit`) and signs them, and the server notifications about
+/// them, with its `FakeSigningChain` (bundle id and app Apple id from the configuration). Dates in bodies are
+/// integer milliseconds since 1970 or RFC 3339 strings; answers carry Apple's payloads as Apple writes them.
+///
+/// - `GET /control/signing/root.der` (`application/pkix-cert`) and `GET /control/signing/root.pem`: the root
+///   certificate to trust (`APPLE_ROOT_CERTIFICATES`). `GET /control/signing`: `{"root", "intermediate",
+///   "leaf"` (base64 DER)`, "bundle_id", "app_apple_id"}`.
+/// - `POST /control/storekit/purchases` `{"product_id", "type": "consumable"|"non_consumable"|"auto_renewable"|
+///   "non_renewing", "app_account_token"?, "environment"?: "Sandbox" (default)|"Production", "quantity"?,
+///   "purchase_date"?, "expires_date"?, "period"?: "P1M", "original_transaction_id"?, "transaction_id"?,
+///   "price"?: milliunits, "currency"?, "storefront"?, "in_app_ownership_type"?,
+///   "subscription_group_identifier"?, "notify"?}` → 201 with the purchase answer (below). An auto-renewable
+///   subscription expires one `period` after its purchase unless `expires_date` says otherwise; a
+///   non-renewing one carries `expires_date` only when given (Apple sends none). With
+///   `original_transaction_id` it is the next period of that subscription (as `renew`).
+/// - `GET /control/storekit/purchases/{original_transaction_id}`: `{"original_transaction_id", "type",
+///   "transactions": [{"transaction_id", "signed_transaction", "payload"}], "signed_renewal_info"?,
+///   "renewal_info"?, "status"?}`.
+/// - `POST /control/storekit/purchases/{original_transaction_id}/{action}` with an optional body: `renew`
+///   `{"product_id"?, "transaction_id"?, "purchase_date"?, "expires_date"?}`; `refund` and `revoke` (Family
+///   Sharing) `{"transaction_id"?, "revocation_reason"?: 0|1, "revocation_date"?}`; `reverse_refund`
+///   `{"transaction_id"?}`; `expire` `{"expiration_intent"?: 1-5, "expires_date"?}`; `billing_retry`;
+///   `grace_period` `{"grace_period_expires_date"?}` (default 16 days on); `auto_renew_off`; `auto_renew_on`;
+///   `upgrade` `{"product_id", "transaction_id"?, "expires_date"?}`; `downgrade` `{"product_id"}`. Each may
+///   carry `"notify"`. Refunds work on every purchase, the rest on auto-renewable subscriptions (else 409).
+///   → 200 with the purchase answer.
+/// - The purchase answer: `{"transaction_id", "original_transaction_id", "type", "signed_transaction",
+///   "payload", "notification_type", "subtype", "signed_renewal_info"?, "renewal_info"?, "status"?,
+///   "notification"?}`: the transaction concerned (new, refunded…) signed now, the renewal info and Apple's
+///   status (1 active … 5 revoked) of a subscription, the notification Apple would send, and with
+///   `notify` `{"url", ...}` (the members of `POST /control/storekit/notifications`, type and transaction
+///   defaulting to the change's) the report of that notification as sent.
+/// - `GET /control/storekit/receipt?environment=Sandbox&app_account_token=...`: `{"receipt_data"}`, a fake
+///   receipt (`FakeReceipt`) with the same purchases, for `POST /verifyReceipt`.
+/// - `POST /control/storekit/notifications` `{"url", "notification_type", "subtype"?, "transaction_id"?,
+///   "environment"?, "notification_uuid"?, "signed_date"?, "copies"?: 1-100, "parallel"?: bool,
+///   "tamper"?: bool, "delay_ms"?}`: builds the V2 notification, signs it, POSTs `{"signedPayload"}` to
+///   `url` `copies` times (the same payload, one after the other or all at once with `parallel`), after
+///   `delay_ms`; a `signed_date` in the past makes an older notification, to send after a newer one;
+///   `tamper` alters the payload after signing. → `{"notification_uuid", "notification_type", "subtype",
+///   "transaction_id", "tampered", "signed_payload", "payload", "deliveries": [{"status": N}|{"status":
+///   null, "error"}]}`.
+/// - `POST /control/storekit/notifications/batch` `{"url", "notifications": [{...as above, without url and
+///   parallel}], "shuffle"?: true, "seed"?, "concurrency"?: 4}`: every copy of every notification, in a
+///   random order (replayable with `seed`), `concurrency` at a time. → `{"sent", "delivered" (2xx),
+///   "order": [index of the notification of each delivery, in sending order], "notifications":
+///   [{"notification_uuid", "notification_type", "transaction_id", "statuses": [N|null]}]}`.
+///
+/// Latency and delays wait on loop timers, never blocking the loop; notifications go out through the
+/// runtime's `HTTPClient` (libcurl on the loop). A stalled request is held until a reset or the shutdown
+/// releases it with a 503 (its client has normally given up long before).
 @Loop
 public final class FakeAppStore {
     public let configuration: FakeAppStoreConfiguration
+    /// What signs the StoreKit 2 payloads and notifications.
+    public let signingChain: FakeSigningChain
     var state: FakeAppStoreState
+    var storeKit: FakeStoreKit
+    /// Sends the server notifications.
+    private(set) lazy var notifier = HTTPClient(configuration: HTTPClientConfiguration(connectTimeoutMs: 2_000, totalTimeoutMs: 10_000))
     private var server: HTTPServer?
     private var holds: [Int: (timer: LoopTimer?, continuation: CheckedContinuation<Bool, Never>)] = [:]
     private var nextHold = 0
     private var shuttingDown = false
 
-    public init(configuration: FakeAppStoreConfiguration) {
+    /// A fake signing with `signingChain` (a fresh one unless given).
+    public init(configuration: FakeAppStoreConfiguration, signingChain: FakeSigningChain = .make()) {
         self.configuration = configuration
+        self.signingChain = signingChain
         state = FakeAppStoreState(configuration: configuration)
+        storeKit = FakeStoreKit(settings: .init(bundleID: configuration.bundleID, appAppleID: configuration.appAppleID))
     }
 
     /// Binds `host:port` (0 picks a free port) and serves; returns the bound port. The routes hold the fake
@@ -67,9 +126,11 @@ public final class FakeAppStore {
         router.get("/control/requests") { [unowned self] _ in requestsResponse() }
         router.post("/control/reset") { [unowned self] _ in
             state.reset()
+            storeKit.reset()
             releaseHolds()
             return .json(["reset": true] as JSONValue)
         }
+        addStoreKitRoutes(to: router)
     }
 
     // MARK: - verifyReceipt
@@ -97,7 +158,7 @@ public final class FakeAppStore {
 
     /// Waits `milliseconds` on a loop timer (forever when nil); returns false when a reset or the shutdown
     /// ended the wait first.
-    private func hold(milliseconds: Int?) async -> Bool {
+    func hold(milliseconds: Int?) async -> Bool {
         guard !shuttingDown else { return false }
         let id = nextHold
         nextHold += 1

@@ -12,6 +12,14 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     public var outage: Bool
     /// Where the `{"fixture": name}` steps of a scenario are read from.
     public var fixturesDirectory: String
+    /// The `bundleId` of the StoreKit 2 payloads the fake signs.
+    public var bundleID: String
+    /// The `appAppleId` of the notifications the fake signs.
+    public var appAppleID: Int64
+    /// Where the signing chain is kept (`FakeSigningChain(directory:)`); nil makes a fresh one per start.
+    public var signingDirectory: String?
+    /// Where the command writes the root certificate at start (DER, or PEM for a `.pem` name).
+    public var rootCertificateFile: String?
 
     /// The shared Apple samples beside the repository: `<repo>/../shared/fixtures/apple`.
     public static let defaultFixturesDirectory: String = URL(fileURLWithPath: #filePath)
@@ -26,15 +34,22 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     public static let maxDelayMs = 600_000
 
     public init(sharedSecret: String? = nil, latencyMs: Int = 0, outage: Bool = false,
-                fixturesDirectory: String = Self.defaultFixturesDirectory) {
+                fixturesDirectory: String = Self.defaultFixturesDirectory, bundleID: String = "com.example.app",
+                appAppleID: Int64 = 1_234_567_890, signingDirectory: String? = nil, rootCertificateFile: String? = nil) {
         self.sharedSecret = sharedSecret
         self.latencyMs = latencyMs
         self.outage = outage
         self.fixturesDirectory = fixturesDirectory
+        self.bundleID = bundleID
+        self.appAppleID = appAppleID
+        self.signingDirectory = signingDirectory
+        self.rootCertificateFile = rootCertificateFile
     }
 
     /// Reads `FAKE_APPLE_SHARED_SECRET`, `FAKE_APPLE_LATENCY_MS` (0–600000), `FAKE_APPLE_OUTAGE` (`true`/`false`,
-    /// `1`/`0`) and `FAKE_APPLE_FIXTURES_DIR`; unset or empty variables keep the defaults. The secret is never
+    /// `1`/`0`), `FAKE_APPLE_FIXTURES_DIR`, `FAKE_APPLE_BUNDLE_ID` (default `com.example.app`),
+    /// `FAKE_APPLE_APP_APPLE_ID` (a positive integer, default 1234567890), `FAKE_APPLE_SIGNING_DIR` and
+    /// `FAKE_APPLE_ROOT_CERTIFICATE_FILE`; unset or empty variables keep the defaults. The secret is never
     /// echoed in an error.
     public init(environment: [String: String]) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
@@ -59,5 +74,16 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
         if let directory = value("FAKE_APPLE_FIXTURES_DIR") {
             fixturesDirectory = directory
         }
+        if let bundle = value("FAKE_APPLE_BUNDLE_ID") {
+            bundleID = bundle
+        }
+        if let raw = value("FAKE_APPLE_APP_APPLE_ID") {
+            guard let id = Int64(raw), id > 0 else {
+                throw ConfigurationError(variable: "FAKE_APPLE_APP_APPLE_ID", problem: "expected a positive integer, got '\(raw)'")
+            }
+            appAppleID = id
+        }
+        signingDirectory = value("FAKE_APPLE_SIGNING_DIR")
+        rootCertificateFile = value("FAKE_APPLE_ROOT_CERTIFICATE_FILE")
     }
 }

@@ -11,9 +11,11 @@ import Testing
         #expect(try Command.parse(["--help"]) == .help)
         #expect(try Command.parse(["fake-app-store", "--port", "0"]) == .fakeAppStore(port: 0, host: "127.0.0.1"))
         #expect(try Command.parse(["fake-app-store", "--host", "::1", "--port", "9000"]) == .fakeAppStore(port: 9000, host: "::1"))
+        #expect(try Command.parse(["fake-app-store", "--root-certificate-out", "/tmp/root.der", "--port", "0"])
+                == .fakeAppStore(port: 0, host: "127.0.0.1", rootCertificateOut: "/tmp/root.der"))
     }
 
-    @Test(arguments: [[], ["bogus"], ["serve", "now"], ["fake-app-store"], ["fake-app-store", "--port"], ["fake-app-store", "--port", "x"], ["fake-app-store", "--size", "1"]])
+    @Test(arguments: [[], ["bogus"], ["serve", "now"], ["fake-app-store"], ["fake-app-store", "--port"], ["fake-app-store", "--port", "x"], ["fake-app-store", "--size", "1"], ["fake-app-store", "--port", "0", "--root-certificate-out"]])
     func rejectsAnythingElse(arguments: [String]) {
         #expect(throws: CommandError.self) { try Command.parse(arguments) }
     }

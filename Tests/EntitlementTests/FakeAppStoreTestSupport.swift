@@ -54,15 +54,19 @@ final class FakeAppStoreHarness {
 
     /// One control (or raw verifyReceipt) request on a fresh connection; returns the status and the body.
     func call(_ method: String, _ path: String, _ json: JSONValue? = nil, rawBody: String? = nil) async throws -> (status: Int, body: JSONValue?, text: String) {
+        let response = try await exchange(method, path, body: rawBody ?? json?.jsonText)
+        return (response.status, try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)), response.text)
+    }
+
+    /// One request on a fresh connection, answered as it came (status, headers, bytes).
+    func exchange(_ method: String, _ path: String, body: String? = nil, timeout: Double = 5) async throws -> RawHTTPClient.Response {
         let port = port
-        let text = rawBody ?? json?.jsonText
-        let response = try await offLoop {
+        return try await offLoop {
             let connection = try RawHTTPClient(port: port)
             try connection.send(RawHTTPClient.request(
-                method, path, headers: text == nil ? [] : [("Content-Type", "application/json")], body: text))
-            return try connection.readResponse()
+                method, path, headers: body == nil ? [] : [("Content-Type", "application/json")], body: body))
+            return try connection.readResponse(timeout: timeout)
         }
-        return (response.status, try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)), response.text)
     }
 
     /// Programs a scenario and checks the fake took it.

@@ -269,15 +269,22 @@ import Testing
     @Test func configurationComesFromTheEnvironment() throws {
         let configuration = try FakeAppStoreConfiguration(environment: [
             "FAKE_APPLE_SHARED_SECRET": "secret", "FAKE_APPLE_LATENCY_MS": "2000", "FAKE_APPLE_OUTAGE": "true",
-            "FAKE_APPLE_FIXTURES_DIR": "/tmp/fixtures",
+            "FAKE_APPLE_FIXTURES_DIR": "/tmp/fixtures", "FAKE_APPLE_BUNDLE_ID": "com.example.other", "FAKE_APPLE_APP_APPLE_ID": "42",
+            "FAKE_APPLE_SIGNING_DIR": "/tmp/signing", "FAKE_APPLE_ROOT_CERTIFICATE_FILE": "/tmp/root.der",
         ])
-        #expect(configuration == FakeAppStoreConfiguration(sharedSecret: "secret", latencyMs: 2000, outage: true, fixturesDirectory: "/tmp/fixtures"))
+        #expect(configuration == FakeAppStoreConfiguration(
+            sharedSecret: "secret", latencyMs: 2000, outage: true, fixturesDirectory: "/tmp/fixtures", bundleID: "com.example.other",
+            appAppleID: 42, signingDirectory: "/tmp/signing", rootCertificateFile: "/tmp/root.der"))
         #expect(try FakeAppStoreConfiguration(environment: [:]) == FakeAppStoreConfiguration())
         #expect(FakeAppStoreConfiguration.defaultFixturesDirectory == Fixtures.directory.path)
         #expect(throws: ConfigurationError(variable: "FAKE_APPLE_LATENCY_MS", problem: "expected an integer in 0...600000, got 'soon'")) {
             try FakeAppStoreConfiguration(environment: ["FAKE_APPLE_LATENCY_MS": "soon"])
         }
         #expect(throws: ConfigurationError.self) { try FakeAppStoreConfiguration(environment: ["FAKE_APPLE_OUTAGE": "maybe"]) }
+        #expect(throws: ConfigurationError(variable: "FAKE_APPLE_APP_APPLE_ID", problem: "expected a positive integer, got '0'")) {
+            try FakeAppStoreConfiguration(environment: ["FAKE_APPLE_APP_APPLE_ID": "0"])
+        }
+        #expect(FakeAppStoreConfiguration().bundleID == "com.example.app" && FakeAppStoreConfiguration().appAppleID == 1_234_567_890)
     }
 
     @Test func benchArgumentsAreParsed() throws {

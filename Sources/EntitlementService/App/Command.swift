@@ -4,8 +4,9 @@ enum Command: Equatable {
     case serve
     /// Apply pending migrations and exit (`migrate`).
     case migrate
-    /// Serve the fake App Store on `port` (`fake-app-store --port N`).
-    case fakeAppStore(port: Int, host: String)
+    /// Serve the fake App Store on `port` (`fake-app-store --port N`), writing its signing root to
+    /// `rootCertificateOut` first when given.
+    case fakeAppStore(port: Int, host: String, rootCertificateOut: String? = nil)
     /// Print usage (`--help`, `-h`, `help`).
     case help
 
@@ -15,8 +16,9 @@ enum Command: Equatable {
         commands:
           serve                      apply pending migrations, then serve the API (configuration from the environment)
           migrate                    apply pending migrations and exit
-          fake-app-store --port N    serve a fake App Store verifyReceipt endpoint for tests, demos and staging
-                         [--host H]  (default 127.0.0.1)
+          fake-app-store --port N    serve a fake App Store (verifyReceipt, signed StoreKit 2 data, notifications)
+                         [--host H]  (default 127.0.0.1)     for tests, demos and staging
+                         [--root-certificate-out PATH]  write its signing root there (DER; PEM for *.pem)
           --help                     show this text
 
         Environment variables are listed in README.md and ../shared/API.md.
@@ -33,6 +35,7 @@ enum Command: Equatable {
         case "fake-app-store":
             var port: Int?
             var host = "127.0.0.1"
+            var rootCertificateOut: String?
             var index = 0
             while index < rest.count {
                 let option = rest[index]
@@ -44,13 +47,15 @@ enum Command: Equatable {
                     port = parsed
                 case "--host":
                     host = value
+                case "--root-certificate-out":
+                    rootCertificateOut = value
                 default:
                     throw CommandError(message: "unknown option '\(option)' for fake-app-store")
                 }
                 index += 2
             }
             guard let port else { throw CommandError(message: "fake-app-store needs --port N") }
-            return .fakeAppStore(port: port, host: host)
+            return .fakeAppStore(port: port, host: host, rootCertificateOut: rootCertificateOut)
         case "--help", "-h", "help":
             return .help
         default:

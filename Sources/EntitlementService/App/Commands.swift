@@ -27,8 +27,8 @@ enum Commands {
                 await application.runUntilSignalled()
                 await WorkerProcesses.stop(children)
                 return 0
-            case .fakeAppStore(let port, let host):
-                return await FakeAppStore.runCommand(host: host, port: port)
+            case .fakeAppStore(let port, let host, let rootCertificateOut):
+                return await FakeAppStore.runCommand(host: host, port: port, rootCertificateOut: rootCertificateOut)
             }
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))

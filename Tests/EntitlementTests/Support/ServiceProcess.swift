@@ -17,10 +17,11 @@ final class ServiceProcess: @unchecked Sendable {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("entitlement-service")
     }
 
-    /// Starts `serve` with `environment` (PORT=0 is added) and waits until it logs the port it listens on.
-    init(environment: [String: String], timeout: Double = 60) throws {
+    /// Starts the executable with `arguments` (`serve` unless given) and `environment` (PORT=0 is added), and
+    /// waits until it logs `readyEvent` with the port it listens on.
+    init(arguments: [String] = ["serve"], environment: [String: String], readyEvent: String = "serving", timeout: Double = 60) throws {
         process.executableURL = Self.executable
-        process.arguments = ["serve"]
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(["PORT": "0"].merging(environment) { $1 }) { $1 }
         process.standardError = errors
         process.standardOutput = FileHandle.nullDevice
@@ -32,7 +33,7 @@ final class ServiceProcess: @unchecked Sendable {
         try process.run()
         let deadline = RawHTTPClient.now() + timeout
         while RawHTTPClient.now() < deadline, process.isRunning {
-            if let line = log.split(separator: "\n").first(where: { $0.contains("event=serving") }),
+            if let line = log.split(separator: "\n").first(where: { $0.contains("event=\(readyEvent) ") }),
                let field = line.split(separator: " ").first(where: { $0.hasPrefix("port=") }), let port = Int(field.dropFirst(5)) {
                 self.port = port
                 return
