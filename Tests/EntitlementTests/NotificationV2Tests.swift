@@ -334,4 +334,55 @@ struct NotificationV2Tests {
             #expect(try await service.request("GET", "/v1/admin/notifications").status == 403)
         }
     }
+
+    @Test func theFakeAppStoresPurchaseAndNotificationsReachTheService() async throws {
+        try await ServiceHarness.run { service in
+            let url = JSONValue.string("http://127.0.0.1:\(service.port)/v1/notifications/app-store")
+            let control = service.fakeControl
+            let token = try #require(try await service.request("GET", "/v1/users/fake-user/app-account-token").json()["app_account_token"] as? String)
+            let bought = try await control.control("POST", "/control/storekit/purchases", [
+                "product_id": .string(monthly), "type": "auto_renewable", "app_account_token": .string(token), "notify": ["url": url],
+                "purchase_date": .string(RFC3339.string(from: now.addingTimeInterval(-40 * 86_400))),
+            ])
+            #expect(bought.status == 201, "\(String(describing: bought.body))")
+            #expect(bought.body?[member: "notification"]?[member: "deliveries"] == [["status": 200]])
+            let original = try #require(bought.body?[member: "original_transaction_id"]?.text)
+            var premium = try #require(try await service.entitlements("fake-user").entitlement("premium"))
+            #expect(premium["active"] as? Bool == false && premium["environment"] as? String == "Sandbox")
+
+            let change = { (action: String, members: [String: JSONValue]) async throws -> JSONValue? in
+                let answer = try await control.control("POST", "/control/storekit/purchases/\(original)/\(action)", .object(members))
+                #expect(answer.status == 200, "\(action): \(String(describing: answer.body))")
+                return answer.body
+            }
+            // Lapsed ten days ago, resubscribed now.
+            let renewed = try await change("renew", ["notify": ["url": url]])
+            #expect(renewed?[member: "notification"]?[member: "notification_type"] == "SUBSCRIBED")
+            premium = try #require(try await service.entitlements("fake-user").entitlement("premium"))
+            #expect(premium["active"] as? Bool == true)
+            #expect(premium["expires_at"] as? String == renewed?[member: "payload"]?[member: "expiresDate"]
+                .flatMap { if case .int(let ms) = $0 { RFC3339.string(from: Date(timeIntervalSince1970: Double(ms) / 1000)) } else { nil } })
+            _ = try await change("refund", ["notify": ["url": url]])
+            #expect(try await service.entitlements("fake-user").entitlement("premium")?["inactive_reason"] as? String == "refunded")
+            _ = try await change("reverse_refund", ["notify": ["url": url]])
+            #expect(try await service.entitlements("fake-user").entitlement("premium")?["active"] as? Bool == true)
+
+            // Apple's retries share the notificationUUID: three copies, one stored notification.
+            let off = try await change("auto_renew_off", ["notify": ["url": url, "copies": 3, "parallel": true]])
+            #expect(off?[member: "notification"]?[member: "deliveries"] == [["status": 200], ["status": 200], ["status": 200]])
+            #expect(try await service.entitlements("fake-user").entitlement("premium")?["will_renew"] as? Bool == false)
+            let uuid = try #require(off?[member: "notification"]?[member: "notification_uuid"]?.text)
+            #expect(try await service.sql("SELECT count(*)::int AS n FROM app_store_notifications WHERE notification_uuid = $1", [uuid])[0].int("n") == 1)
+
+            // A tampered copy is refused and not stored.
+            let tampered = try await control.control("POST", "/control/storekit/notifications", [
+                "url": url, "notification_type": "DID_CHANGE_RENEWAL_STATUS", "subtype": "AUTO_RENEW_ENABLED", "tamper": true,
+                "transaction_id": .string(try #require(renewed?[member: "transaction_id"]?.text)),
+            ])
+            #expect(tampered.body?[member: "deliveries"] == [["status": 401]])
+            let stored = try await service.sql("SELECT count(*)::int AS n, count(*) FILTER (WHERE state = 'applied')::int AS applied FROM app_store_notifications")
+            #expect(try stored[0].int("n") == 5 && stored[0].int("applied") == 5)
+            #expect(try await service.entitlements("fake-user").entitlement("premium")?["will_renew"] as? Bool == false)
+        }
+    }
 }

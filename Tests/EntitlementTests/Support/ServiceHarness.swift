@@ -29,6 +29,8 @@ final class ServiceHarness: ServiceDatabase {
     let port: Int
     private let setup: TestService
     var fake: FakeAppStore { setup.fake }
+    /// The fake App Store's control API.
+    nonisolated var fakeControl: TestService { setup }
     var databaseURL: String { setup.databaseURL }
 
     /// Runs `body` against a freshly started service (`environment` overrides the defaults, e.g.

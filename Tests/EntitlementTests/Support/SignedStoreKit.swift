@@ -118,3 +118,10 @@ extension ServiceHarness {
             .map { (try $0.string("state"), try $0.optionalString("user_id")) }
     }
 }
+
+extension JSONValue {
+    /// The elements of an array value; nil for anything else.
+    var arrayValue: [JSONValue]? {
+        if case .array(let elements) = self { elements } else { nil }
+    }
+}

@@ -10,23 +10,30 @@ import Foundation
 @Loop
 final class TestService {
     let fake: FakeAppStore
+    /// Where the fake listens (its control API included).
+    nonisolated let fakePort: Int
     let databaseURL: String
     /// The service's environment: database, catalog, Apple's URLs, bundle id and shared secret, port 0, plus
     /// whatever the caller added.
     let environment: [String: String]
     private let databaseName: String
     private let catalogFile: URL
+    private let fakeRootFile: URL
 
-    private init(fake: FakeAppStore, databaseURL: String, environment: [String: String], databaseName: String, catalogFile: URL) {
+    private init(fake: FakeAppStore, fakePort: Int, databaseURL: String, environment: [String: String], databaseName: String,
+                 catalogFile: URL, fakeRootFile: URL) {
         self.fake = fake
+        self.fakePort = fakePort
         self.databaseURL = databaseURL
         self.environment = environment
         self.databaseName = databaseName
         self.catalogFile = catalogFile
+        self.fakeRootFile = fakeRootFile
     }
 
-    /// Starts the fake (answering as `fake` says, its shared secret also given to the service), creates the
-    /// database `<prefix>_<random>` and the catalog file; `environment` overrides the defaults.
+    /// Starts the fake (answering as `fake` says, its shared secret also given to the service, its StoreKit
+    /// signing root trusted by the service), creates the database `<prefix>_<random>` and the catalog file;
+    /// `environment` overrides the defaults.
     static func prepare(_ prefix: String, catalog: String, bundleID: String, fake configuration: FakeAppStoreConfiguration,
                         environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
@@ -38,7 +45,10 @@ final class TestService {
         let databaseURL = try TestDatabase.url(database: name)
         let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
         try Data(catalog.utf8).write(to: catalogFile)
+        let fakeRootFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-root.der")
+        try Data(fake.signingChain.rootDER).write(to: fakeRootFile)
         var environment = [
+            "APPLE_ROOT_CERTIFICATES": fakeRootFile.path, "APPLE_APP_APPLE_ID": String(configuration.appAppleID),
             "DATABASE_URL": databaseURL, "LISTEN_ADDR": "127.0.0.1", "PORT": "0", "PRODUCTS_FILE": catalogFile.path,
             "APPLE_BUNDLE_ID": bundleID, "MIGRATIONS_DIR": Migrator.defaultDirectory().path,
             "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
@@ -46,7 +56,8 @@ final class TestService {
         ]
         environment["APPLE_SHARED_SECRET"] = configuration.sharedSecret
         environment.merge(overrides) { _, new in new }
-        return TestService(fake: fake, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile)
+        return TestService(fake: fake, fakePort: fakePort, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile,
+                           fakeRootFile: fakeRootFile)
     }
 
     /// The real `Application` started in this process with `environment`; it and its port.
@@ -56,9 +67,17 @@ final class TestService {
         return (application, try application.start())
     }
 
+    /// One request to the fake's control API (`/control/...`); its status and JSON body.
+    nonisolated func control(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> (status: Int, body: JSONValue?) {
+        let text = RawHTTPClient.request(method, path, headers: json == nil ? [] : [("Content-Type", "application/json")], body: json?.jsonText)
+        let response = try await RawHTTPClient.exchange(port: fakePort, text, timeout: 60)
+        return (response.status, try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)))
+    }
+
     func tearDown() async {
         await fake.shutdown()
         try? FileManager.default.removeItem(at: catalogFile)
+        try? FileManager.default.removeItem(at: fakeRootFile)
         guard let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
         _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
         server.close()
