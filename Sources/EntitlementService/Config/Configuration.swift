@@ -38,6 +38,8 @@ struct Configuration: Sendable {
     var retryMaxMs: Int
     var maxConnections: Int
     var migrationsDirectory: String?
+    /// Users whose entitlements answer each process keeps (`EntitlementCache`); 0 disables the cache.
+    var entitlementCacheSize: Int
 
     static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
     static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
@@ -72,6 +74,7 @@ struct Configuration: Sendable {
         }
         maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
+        entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
     }
 
     /// Checks what `serve` needs beyond what every subcommand needs.

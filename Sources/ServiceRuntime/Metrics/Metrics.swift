@@ -57,8 +57,18 @@ public final class Metrics {
     /// Registers a gauge read at every scrape. Several registrations may share a name with different labels;
     /// registering the same name and labels again replaces the earlier one (a restarted component).
     public func gauge(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sample(name, help, type: "gauge", labels: labels, read)
+    }
+
+    /// Registers a counter kept elsewhere (such as the CPU time the kernel counts), read at every scrape; as
+    /// `gauge` otherwise.
+    public func counter(_ name: String, _ help: String, labels: [String: String] = [:], _ read: @escaping @Loop () -> Double) {
+        sample(name, help, type: "counter", labels: labels, read)
+    }
+
+    private func sample(_ name: String, _ help: String, type: String, labels: [String: String], _ read: @escaping @Loop () -> Double) {
         sampled.removeAll { $0.name == name && $0.labels == labels }
-        sampled.append(Sampled(name: name, help: help, type: "gauge", labels: labels, read: read))
+        sampled.append(Sampled(name: name, help: help, type: type, labels: labels, read: read))
     }
 
     /// Every metric in the Prometheus text exposition format, in a stable order.

@@ -69,6 +69,11 @@ public final class PostgresConnection {
     /// The process ID of the server backend serving this connection.
     public private(set) var backendPID: Int32 = 0
 
+    /// Called with each notification (`LISTEN`/`NOTIFY`) as soon as it has been read, in arrival order.
+    public var onNotification: (@Loop (PostgresNotification) -> Void)?
+    /// Called once when the connection closes, for any reason, with the error its requests now fail with.
+    public var onClose: (@Loop (PostgresError) -> Void)?
+
     private init() {}
 
     /// A connection dropped without `close()` still stops its watcher and finishes libpq's connection.
@@ -228,7 +233,9 @@ public final class PostgresConnection {
             default: return .flushed(.failed)
             }
         case .consumeInput:
-            return .inputConsumed(PQconsumeInput(connection) == 1)
+            let consumed = PQconsumeInput(connection) == 1
+            if consumed { deliverNotifications() }
+            return .inputConsumed(consumed)
         case .fetchResult(let request):
             return fetch(for: request)
         case .discardInput:
@@ -390,6 +397,17 @@ public final class PostgresConnection {
         return .fetched(.result)
     }
 
+    /// Hands every notification libpq has parsed to `onNotification`.
+    private func deliverNotifications() {
+        while let connection, let notify = PQnotifies(connection) {
+            let notification = PostgresNotification(
+                channel: String(cString: notify.pointee.relname), payload: String(cString: notify.pointee.extra),
+                senderPID: notify.pointee.be_pid)
+            PQfreemem(notify)
+            onNotification?(notification)
+        }
+    }
+
     // MARK: - Closing
 
     private func error(for reason: Machine.CloseReason) -> PostgresError {
@@ -421,5 +439,9 @@ public final class PostgresConnection {
         for (_, request) in waiting {
             request.continuation.resume(throwing: error)
         }
+        let closed = onClose
+        onNotification = nil
+        onClose = nil
+        closed?(error)
     }
 }

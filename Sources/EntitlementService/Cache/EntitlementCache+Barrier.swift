@@ -1,0 +1,29 @@
+import ServiceRuntime
+
+extension EntitlementCache {
+    /// Returns once every change committed before the call has reached this cache, so a request that changed
+    /// data can answer knowing its own change is visible to the next read on this instance.
+    ///
+    /// It sends a fresh token on `syncChannel` through the pool and waits for the listener to hear it back:
+    /// PostgreSQL delivers notifications in commit order, so by then the notifications of every earlier commit
+    /// have been handled. If the token cannot be sent, or does not come back within `barrierTimeoutMs`, the
+    /// cache is cleared instead. A cache that is not serving has nothing to bring up to date.
+    func barrier() async {
+        guard isServing else { return }
+        let token = nextToken()
+        syncs.expect(token)
+        do {
+            try await ChangeNotificationStore().announceSync(token, on: db)
+        } catch {
+            syncs.forget(token)
+            Log.warning("entitlement_cache_barrier_failed", ["error": (error as? PostgresError)?.message ?? "\(error)"])
+            clear()
+            return
+        }
+        guard await syncs.wait(for: token, timeoutMs: barrierTimeoutMs) else {
+            if isServing { Log.warning("entitlement_cache_barrier_timeout", ["timeout_ms": barrierTimeoutMs]) }
+            clear()
+            return
+        }
+    }
+}

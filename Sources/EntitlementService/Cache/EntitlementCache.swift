@@ -1,0 +1,180 @@
+import ServiceRuntime
+import Foundation
+
+/// The encoded answers of `GET /v1/users/{user_id}/entitlements` (now) of recently read users, kept in this
+/// process until the user's data changes or the answer's own `validUntil` passes.
+///
+/// Changes are heard through PostgreSQL: the triggers of `migrations/0003_change_notifications.sql` announce
+/// every changed user on `changesChannel` (`*`: everyone) when the change commits, and the service's
+/// `PostgresListener` hands each notification to `received(_:)` and its state to `listenerChanged(listening:)`.
+/// Without a listening listener nothing would tell the cache of a change, so it serves and keeps nothing; when
+/// the listener (re)starts listening, the cache starts empty, since notifications may have been missed.
+///
+/// Filling is race-free with a ticket: a reader takes `ticket(for:)` before it reads the database and hands
+/// it back to `store`, which keeps the answer only if no invalidation of that user (and no clearing) came in
+/// between, so an answer read before a change the cache has already heard of is never kept:
+///
+///     if let bytes = cache.lookup(userID, now: now) { answer(bytes) } else {
+///         let ticket = cache.ticket(for: userID)
+///         let document = try await reader.document(userID: userID, at: now)
+///         let bytes = encode(document)
+///         cache.store(bytes, validUntil: document.nextChange, for: ticket)
+///         answer(bytes)
+///     }
+///
+/// A request that changed data calls `barrier()` before answering, so the change's own notifications have
+/// reached this cache by the time the client can ask again. Plain Swift on the loop: no lock anywhere.
+@Loop
+final class EntitlementCache {
+    /// The channel the triggers announce changed users on.
+    static let changesChannel = "entitlements_changed"
+    /// The payload on `changesChannel` that means every user.
+    static let everyone = "*"
+    /// The channel barriers send their tokens on.
+    static let syncChannel = "entitlements_sync"
+
+    /// Proof of when a reader started: `store` keeps its answer only if nothing invalidated the user since.
+    struct Ticket: Sendable {
+        let userID: String
+        fileprivate let sequence: UInt64
+    }
+
+    private struct Entry {
+        var bytes: [UInt8]
+        var validUntil: Date?
+    }
+
+    /// The most users held; 0 disables the cache.
+    let capacity: Int
+    /// How long a barrier waits for its token before clearing the cache instead.
+    let barrierTimeoutMs: UInt64
+    /// True while the listener is listening: only then does the cache serve and keep answers.
+    private(set) var isListening = false
+
+    private var entries: ClockCache<String, Entry>?
+    private var log = InvalidationLog()
+    let db: any PostgresQueryable
+    let syncs = SyncWaiters()
+    private let tokenPrefix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private var lastToken = 0
+    private let onClear: @Loop () -> Void
+
+    private(set) var hits = 0
+    private(set) var misses = 0
+    private(set) var evictions = 0
+    private(set) var invalidations = 0
+    private(set) var clears = 0
+
+    /// - Parameters:
+    ///   - capacity: the most users held (`ENTITLEMENT_CACHE_SIZE`); 0 disables the cache.
+    ///   - db: where barriers send their tokens (the pool).
+    ///   - barrierTimeoutMs: how long a barrier waits for its token.
+    ///   - onClear: called whenever the cache empties because anything may have changed (a `*` announcement,
+    ///     the listener's loss or return, a barrier that timed out), for caches the answers are built from
+    ///     (the catalog).
+    init(capacity: Int, db: any PostgresQueryable, barrierTimeoutMs: UInt64 = 1_000, onClear: @escaping @Loop () -> Void = {}) {
+        self.capacity = capacity
+        self.db = db
+        self.barrierTimeoutMs = barrierTimeoutMs
+        self.onClear = onClear
+        entries = capacity > 0 ? ClockCache(capacity: capacity) : nil
+    }
+
+    /// True when the cache may answer: enabled and listening.
+    var isServing: Bool { entries != nil && isListening }
+
+    /// The number of users held.
+    var count: Int { entries?.count ?? 0 }
+
+    // MARK: - Reading and filling
+
+    /// `userID`'s stored answer if it is still valid at `now`; nil (a miss) otherwise.
+    func lookup(_ userID: String, now: Date) -> [UInt8]? {
+        guard isServing, let entry = entries?.value(for: userID) else {
+            misses += 1
+            return nil
+        }
+        if let validUntil = entry.validUntil, now >= validUntil {
+            entries?.remove(userID)
+            misses += 1
+            return nil
+        }
+        hits += 1
+        return entry.bytes
+    }
+
+    /// Taken before reading `userID`'s data from the database, for `store`.
+    func ticket(for userID: String) -> Ticket {
+        Ticket(userID: userID, sequence: log.sequence)
+    }
+
+    /// Keeps `bytes`, the answer read under `ticket`, until `validUntil` (nil: until the user's data changes),
+    /// unless the user was invalidated or the cache cleared since the ticket was taken, or the cache is not
+    /// serving. Returns whether it was kept.
+    @discardableResult
+    func store(_ bytes: [UInt8], validUntil: Date?, for ticket: Ticket) -> Bool {
+        guard isServing, log.isCurrent(ticket.userID, since: ticket.sequence) else { return false }
+        if entries?.insert(Entry(bytes: bytes, validUntil: validUntil), for: ticket.userID) != nil { evictions += 1 }
+        return true
+    }
+
+    // MARK: - Hearing of changes
+
+    /// A notification from the listener: a changed user, everyone (`*`), or a barrier's token.
+    func received(_ notification: PostgresNotification) {
+        switch notification.channel {
+        case Self.changesChannel where notification.payload == Self.everyone:
+            clear()
+        case Self.changesChannel:
+            invalidate(notification.payload)
+        case Self.syncChannel:
+            syncs.arrived(notification.payload)
+        default:
+            break
+        }
+    }
+
+    /// The listener started (`true`) or stopped listening. Either way the cache empties: while the listener is
+    /// down changes go unheard, and the notifications of that time are lost for good.
+    func listenerChanged(listening: Bool) {
+        isListening = listening
+        clear()
+        if !listening { syncs.abandonAll() }
+    }
+
+    /// Drops `userID`'s answer; answers read under earlier tickets will not be kept.
+    func invalidate(_ userID: String) {
+        log.invalidate(userID)
+        entries?.remove(userID)
+        invalidations += 1
+    }
+
+    /// Drops every answer; answers read under earlier tickets will not be kept.
+    func clear() {
+        log.invalidateAll()
+        entries?.removeAll()
+        clears += 1
+        onClear()
+    }
+
+    /// A token no other barrier of any process uses.
+    func nextToken() -> String {
+        lastToken += 1
+        return "\(tokenPrefix).\(lastToken)"
+    }
+
+    // MARK: - Metrics
+
+    /// Registers the cache's counters and gauges (`entitlement_cache_*`) with `metrics`.
+    func registerMetrics(on metrics: Metrics) {
+        metrics.counter("entitlement_cache_hits_total", "Entitlement reads answered from the cache") { [unowned self] in Double(hits) }
+        metrics.counter("entitlement_cache_misses_total", "Entitlement reads the cache could not answer") { [unowned self] in Double(misses) }
+        metrics.counter("entitlement_cache_evictions_total", "Cached users evicted to make room") { [unowned self] in Double(evictions) }
+        metrics.counter("entitlement_cache_invalidations_total", "Changed users announced to the cache") { [unowned self] in Double(invalidations) }
+        metrics.counter("entitlement_cache_clears_total", "Times the whole cache was emptied") { [unowned self] in Double(clears) }
+        metrics.gauge("entitlement_cache_entries", "Users in the entitlement cache") { [unowned self] in Double(count) }
+        metrics.gauge("entitlement_cache_listening", "1 while the cache hears of changes (and so serves), else 0") { [unowned self] in
+            isServing ? 1 : 0
+        }
+    }
+}
