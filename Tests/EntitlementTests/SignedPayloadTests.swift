@@ -74,7 +74,8 @@ import X509
 
         let renewal = try AppStoreRenewalInfoV2(jsonData: apple.verify(text("jws_renewalinfo_autorenew_off_voluntary_sandbox_gopay.jws"))).renewal
         #expect(renewal == RenewalInfo(originalTransactionID: "2000000184445477", productID: "Com.VoiceRecording.Telephone.103",
-                                       autoRenewProductID: "Com.VoiceRecording.Telephone.103", willRenew: false, expirationIntent: 1))
+                                       autoRenewProductID: "Com.VoiceRecording.Telephone.103", willRenew: false, expirationIntent: 1,
+                                       signedDate: renewal.signedDate))
     }
 
     @Test(arguments: ["mock_jws_notification_test_applelib.jws", "mock_jws_transaction_applelib.jws", "mock_jws_renewalinfo_applelib.jws",
@@ -138,7 +139,8 @@ import X509
                 purchaseDate: Date(timeIntervalSince1970: 1_698_148_900), originalPurchaseDate: Date(timeIntervalSince1970: 1_698_148_800),
                 expiresDate: Date(timeIntervalSince1970: 1_698_149_000), cancellationDate: Date(timeIntervalSince1970: 1_698_148_950),
                 cancellationReason: "1", isUpgraded: true, isInIntroOfferPeriod: true, webOrderLineItemID: "34343",
-                subscriptionGroupIdentifier: "55555", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138"), "\(name)")
+                subscriptionGroupIdentifier: "55555", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                signedDate: Date(timeIntervalSince1970: 1_698_148_900)), "\(name)")
             #expect(signed.bundleID == "com.example")
             #expect(signed.environment == nil, "LocalTesting is neither production nor sandbox")
         }
@@ -149,7 +151,8 @@ import X509
         #expect(renewal == RenewalInfo(
             originalTransactionID: "12345", productID: "com.example.product", autoRenewProductID: "com.example.product.2",
             willRenew: true, expirationIntent: 1, isInBillingRetryPeriod: true,
-            gracePeriodExpiresDate: Date(timeIntervalSince1970: 1_698_148_900), priceConsentStatus: 0))
+            gracePeriodExpiresDate: Date(timeIntervalSince1970: 1_698_148_900), priceConsentStatus: 0,
+            signedDate: Date(timeIntervalSince1970: 1_698_148_800)))
     }
 
     @Test func notificationsDecodeTheirTypeAndData() throws {

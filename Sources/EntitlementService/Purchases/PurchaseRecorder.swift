@@ -111,7 +111,8 @@ struct PurchaseRecorder {
     /// A signed statement (a signed transaction; `signed_date` set) is Apple's whole view of the transaction at its
     /// signing: unless an even newer one was recorded, it decides the expiry and the refund: its `revocationDate`,
     /// or none when it was signed after the refund we knew (the refund was reversed). A receipt states no date: it
-    /// adds a refund we did not know of, unless a signed statement made after that refund said otherwise. The
+    /// adds a refund we did not know of, unless a signed statement made after that refund said otherwise, and
+    /// extends the expiry but never shortens it (an old receipt's copy of a transaction may predate an extension). The
     /// decision reads the stored row, which the purchase's lock keeps still until the transaction ends.
     private func insertTransactions(_ transactions: [StoreTransaction], environment: StoreEnvironment, context: Context,
                                     on connection: PostgresConnection) async throws -> Int {
@@ -123,7 +124,8 @@ struct PurchaseRecorder {
                 is_in_intro_offer_period, ownership, quantity, web_order_line_item_id, subscription_group_identifier,
                 app_account_token, promotional_offer_id, first_verification_id, signed_date)
             SELECT x.transaction_id, x.original_transaction_id, x.product_id, $2, x.purchase_date, x.original_purchase_date,
-                   CASE WHEN d.newer_stored THEN e.expires_date ELSE COALESCE(x.expires_date, e.expires_date) END,
+                   CASE WHEN d.newer_stored THEN e.expires_date WHEN x.signed_date IS NULL THEN GREATEST(x.expires_date, e.expires_date)
+                        ELSE COALESCE(x.expires_date, e.expires_date) END,
                    CASE d.refund WHEN 'incoming' THEN x.cancellation_date WHEN 'stored' THEN e.cancellation_date END,
                    CASE d.refund WHEN 'incoming' THEN x.cancellation_reason WHEN 'stored' THEN e.cancellation_reason END,
                    x.is_upgraded, x.is_trial_period, x.is_in_intro_offer_period, x.ownership, x.quantity, x.web_order_line_item_id,
