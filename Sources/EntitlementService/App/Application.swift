@@ -63,15 +63,17 @@ final class Application {
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
         workers = [
             RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+            RetryBacklog.make(submissions: receipts.submissions, intervalMs: 5_000),
             NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, leaseMs: Self.notificationLeaseMs,
                                     intervalMs: 500),
         ]
         registerMetrics()
     }
 
-    /// Listens and starts the workers; returns the bound port.
-    func start() throws -> Int {
-        let port = try server.start()
+    /// Listens (on `socket` when given, else on the configured address) and starts the workers; returns the
+    /// bound port.
+    func start(socket: Int32? = nil) throws -> Int {
+        let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
         lagMonitor.start()
         Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
@@ -90,18 +92,20 @@ final class Application {
         await receipts.releaseClaims()
         await pool.close()
         lagMonitor.stop()
-        Log.info("stopped")
+        Log.info("stopped", ["pid": getpid()])
     }
 
-    /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
-    func runUntilSignalled() async {
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully. `received` sees the signal first (the
+    /// first process passes it on to its copies there, before draining).
+    func runUntilSignalled(_ received: @escaping @Loop (Int32) -> Void = { _ in }) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var resumed = false
             for signal in [SIGTERM, SIGINT] {
                 signals.append(SignalWatcher(signal: signal) { number in
-                    Log.info("signal", ["signal": number])
+                    Log.info("signal", ["signal": number, "pid": getpid()])
                     guard !resumed else { return }
                     resumed = true
+                    received(number)
                     continuation.resume()
                 })
             }
@@ -116,5 +120,6 @@ final class Application {
         Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
+        ProcessMetrics.register(on: Metrics.shared)
     }
 }
