@@ -9,8 +9,8 @@ import Testing
 @Loop
 struct StoreKitStoreTests {
     private func notification(_ uuid: String, signed: Date, purchase: String? = "p-1", state: NotificationState = .received,
-                              type: String = "DID_RENEW") -> IncomingNotification {
-        IncomingNotification(uuid: uuid, version: 2, type: type, subtype: nil, signedDate: signed, environment: "Sandbox",
+                              type: String = "DID_RENEW") -> StoredNotification {
+        StoredNotification(uuid: uuid, version: 2, type: type, subtype: nil, signedDate: signed, environment: "Sandbox",
                              originalTransactionID: purchase, transactionID: purchase, signedPayload: "a.b.c",
                              transactionInfo: Data(#"{"transactionId": "t"}"#.utf8), renewalInfo: nil, state: state)
     }

@@ -36,7 +36,7 @@ struct NotificationRoutes {
               let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             throw ProblemError.badRequest("The body must be a JSON object.")
         }
-        let incoming: IncomingNotification
+        let incoming: StoredNotification
         if let signedPayload = object["signedPayload"] {
             guard let jws = signedPayload as? String else {
                 throw ProblemError.badRequest("signedPayload must be a string (a compact JWS).", field: "signedPayload")
@@ -56,23 +56,19 @@ struct NotificationRoutes {
 
     /// Applies a notification just stored: `applied` or `parked`, or still `received` when that failed (the
     /// worker applies it then).
-    private func applyNow(_ incoming: IncomingNotification) async -> NotificationState {
-        let notification = StoredNotification(
-            uuid: incoming.uuid, version: incoming.version, type: incoming.type, subtype: incoming.subtype,
-            signedDate: incoming.signedDate, environment: incoming.environment, originalTransactionID: incoming.originalTransactionID,
-            signedPayload: incoming.signedPayload, transactionInfo: incoming.transactionInfo, renewalInfo: incoming.renewalInfo, attempts: 0)
+    private func applyNow(_ notification: StoredNotification) async -> NotificationState {
         do {
             let application = try await recorder.applyReceived(notification, catalog: try await catalog.current())
             return application.map { $0.owner == nil ? .parked : .applied } ?? .applied
         } catch {
-            Log.warning("app_store_notification_apply_deferred", ["notification_uuid": incoming.uuid, "error": String(describing: error)])
+            Log.warning("app_store_notification_apply_deferred", ["notification_uuid": notification.uuid, "error": String(describing: error)])
             return .received
         }
     }
 
     /// A version 1 notification: decoded, its password checked, keyed by the SHA-256 of the body and stored
     /// without its password.
-    private func version1(_ body: [UInt8], object: [String: Any]) throws -> IncomingNotification {
+    private func version1(_ body: [UInt8], object: [String: Any]) throws -> StoredNotification {
         let notification: AppStoreNotificationV1
         do {
             notification = try AppStoreNotificationV1(jsonData: Data(body))
@@ -88,7 +84,7 @@ struct NotificationRoutes {
         let stored = String(decoding: try JSONSerialization.data(withJSONObject: withoutPassword, options: [.sortedKeys]), as: UTF8.self)
         let transactions = notification.transactions()
         let subject = transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
-        return IncomingNotification(
+        return StoredNotification(
             uuid: "v1:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(), version: 1,
             type: notification.notificationType, subtype: nil, signedDate: Date(), environment: (notification.environment ?? .production).rawValue,
             originalTransactionID: subject?.originalTransactionID, transactionID: subject?.transactionID, signedPayload: stored,
@@ -96,7 +92,7 @@ struct NotificationRoutes {
     }
 
     /// A version 2 notification, verified with its signed parts.
-    private func signed(_ jws: String) async throws -> IncomingNotification {
+    private func signed(_ jws: String) async throws -> StoredNotification {
         let verified = try await verify(part: "signedPayload") { () async throws(SignedDataRefusal) in try await signedData.notification(jws) }
         let notification = verified.payload
         guard let uuid = notification.notificationUUID, InputRules.isText(uuid, maxLength: 200) else {
@@ -114,7 +110,7 @@ struct NotificationRoutes {
         case .record: .received
         case .ignore: .ignored
         }
-        return IncomingNotification(
+        return StoredNotification(
             uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
             signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
             environment: (notification.environment ?? transaction?.environment ?? verified.environment).rawValue,

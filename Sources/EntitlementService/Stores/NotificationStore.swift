@@ -14,8 +14,9 @@ enum NotificationState: String, Sendable {
     case ignored
 }
 
-/// A notification verified and about to be stored.
-struct IncomingNotification: Sendable {
+/// A notification as stored: verified, then inserted (`received`, or `ignored` when there is nothing to apply),
+/// later taken up to be applied.
+struct StoredNotification: Sendable {
     /// V2: Apple's `notificationUUID`; V1: `v1:` and the SHA-256 of the body.
     var uuid: String
     var version: Int
@@ -31,24 +32,9 @@ struct IncomingNotification: Sendable {
     /// V2: the verified payloads of the signed transaction and renewal info.
     var transactionInfo: Data?
     var renewalInfo: Data?
-    /// `received`, or `ignored` when there is nothing to apply.
     var state: NotificationState
-}
-
-/// A stored notification taken up to be applied.
-struct StoredNotification: Sendable {
-    var uuid: String
-    var version: Int
-    var type: String
-    var subtype: String?
-    var signedDate: Date
-    var environment: String?
-    var originalTransactionID: String?
-    var signedPayload: String
-    var transactionInfo: Data?
-    var renewalInfo: Data?
-    /// Attempts so far (the worker's backoff grows with them).
-    var attempts: Int
+    /// Attempts to apply it so far (the worker's backoff grows with them).
+    var attempts = 0
 }
 
 /// The `app_store_notifications` table: every notification stored before it is answered, once per
@@ -57,12 +43,12 @@ struct StoredNotification: Sendable {
 struct NotificationStore {
     private static let columns = """
         notification_uuid, version, notification_type, subtype, signed_date, environment, original_transaction_id,
-        signed_payload, transaction_info::text AS transaction_info, renewal_info::text AS renewal_info, attempts
+        transaction_id, signed_payload, transaction_info::text AS transaction_info, renewal_info::text AS renewal_info, state, attempts
         """
 
     /// Stores `notification` unless one with its uuid is stored already; true when this call stored it. A
     /// `received` one is not due for the worker before `leaseMs` has passed: the caller applies it first.
-    func insert(_ notification: IncomingNotification, leaseMs: Int, on db: some PostgresQueryable) async throws -> Bool {
+    func insert(_ notification: StoredNotification, leaseMs: Int, on db: some PostgresQueryable) async throws -> Bool {
         !(try await db.query("""
             INSERT INTO app_store_notifications (
                 notification_uuid, version, notification_type, subtype, signed_date, environment, original_transaction_id,
@@ -163,9 +149,10 @@ struct NotificationStore {
             uuid: try row.string("notification_uuid"), version: try row.int("version"), type: try row.string("notification_type"),
             subtype: try row.optionalString("subtype"), signedDate: try row.date("signed_date"),
             environment: try row.optionalString("environment"), originalTransactionID: try row.optionalString("original_transaction_id"),
-            signedPayload: try row.string("signed_payload"),
+            transactionID: try row.optionalString("transaction_id"), signedPayload: try row.string("signed_payload"),
             transactionInfo: try row.optionalString("transaction_info").map { Data($0.utf8) },
-            renewalInfo: try row.optionalString("renewal_info").map { Data($0.utf8) }, attempts: try row.int("attempts"))
+            renewalInfo: try row.optionalString("renewal_info").map { Data($0.utf8) },
+            state: NotificationState(rawValue: try row.string("state")) ?? .received, attempts: try row.int("attempts"))
     }
 }
 
