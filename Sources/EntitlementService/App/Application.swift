@@ -49,7 +49,7 @@ final class Application {
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: reader,
-                       ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
+                       ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
         StoreKitRoutes(keys: keys, db: pool, signedData: signedData, recorder: receipts.recorder, reader: reader, catalog: catalog)
             .register(on: router)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signedData: signedData, db: pool, recorder: receipts.recorder,
@@ -63,7 +63,7 @@ final class Application {
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
         workers = [
             RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
-            RetryBacklog.make(submissions: receipts.submissions, intervalMs: 5_000),
+            RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
             NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, leaseMs: Self.notificationLeaseMs,
                                     intervalMs: 500),
         ]

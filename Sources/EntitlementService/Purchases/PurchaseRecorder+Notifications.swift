@@ -61,7 +61,7 @@ extension PurchaseRecorder {
     func applyReceived(_ notification: StoredNotification, catalog: Catalog) async throws -> NotificationApplication? {
         let facts = try NotificationFacts(notification)
         return try await db.transaction { connection in
-            try await lockPurchases(facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }, on: connection)
+            try await owners.lockPurchases(facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }, on: connection)
             guard try await notifications.lockReceived(notification.uuid, on: connection) != nil else { return nil }
             return NotificationApplication(owner: try await apply(notification, facts, catalog: catalog, on: connection))
         }
@@ -82,36 +82,23 @@ extension PurchaseRecorder {
     /// own purchase (nil: parked).
     private func apply(_ notification: StoredNotification, _ facts: NotificationFacts, catalog: Catalog,
                        on connection: PostgresConnection) async throws -> String? {
-        let tokenUsers = try await tokens.users(of: Set(facts.transactions.compactMap(\.appAccountTokenUUID)), on: connection)
-        var owners = try await recordedOwners(of: facts.purchaseIDs, on: connection)
-        for transaction in facts.transactions where owners[transaction.originalTransactionID] == nil {
-            owners[transaction.originalTransactionID] = transaction.appAccountTokenUUID.flatMap { tokenUsers[$0] }
+        let tokenUsers = try await tokens.users(of: Set(facts.transactions.compactMap(\.accountToken)), on: connection)
+        var purchaseOwners = facts.purchaseIDs.isEmpty ? [:] : try await owners.owners(of: facts.purchaseIDs, on: connection)
+        for transaction in facts.transactions where purchaseOwners[transaction.originalTransactionID] == nil {
+            purchaseOwners[transaction.originalTransactionID] = transaction.accountToken.flatMap { tokenUsers[$0] }
         }
-        for (owner, ids) in Dictionary(grouping: owners.keys, by: { owners[$0]! }).sorted(by: { $0.key < $1.key }) {
+        for (owner, ids) in Dictionary(grouping: purchaseOwners.keys, by: { purchaseOwners[$0]! }).sorted(by: { $0.key < $1.key }) {
             let purchases = Set(ids)
             _ = try await record(
                 transactions: facts.transactions.filter { purchases.contains($0.originalTransactionID) },
                 renewals: facts.renewals.filter { purchases.contains($0.originalTransactionID) },
                 latestReceipt: facts.latestReceipt, environment: facts.environment, catalog: catalog,
-                context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", verificationID: nil, orderID: nil),
+                context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", claim: nil, orderID: nil),
                 on: connection)
         }
-        let owner = notification.originalTransactionID.flatMap { owners[$0] }
+        let owner = notification.originalTransactionID.flatMap { purchaseOwners[$0] }
         try await notifications.settle(notification.uuid, owner: owner, on: connection)
         return owner
-    }
-
-    /// The recorded owners of those of `originalTransactionIDs` that have one.
-    private func recordedOwners(of originalTransactionIDs: [String], on connection: PostgresConnection) async throws -> [String: String] {
-        guard !originalTransactionIDs.isEmpty else { return [:] }
-        var owners: [String: String] = [:]
-        for row in try await connection.query("""
-            SELECT original_transaction_id, user_id FROM purchase_owners
-             WHERE original_transaction_id IN (SELECT jsonb_array_elements_text($1::jsonb))
-            """, [try PostgresJSON(encoding: originalTransactionIDs)]).rows {
-            owners[try row.string("original_transaction_id")] = try row.string("user_id")
-        }
-        return owners
     }
 }
 

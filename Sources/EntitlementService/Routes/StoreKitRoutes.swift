@@ -78,7 +78,7 @@ struct StoreKitRoutes {
             recorded = try await recorder.record(
                 transactions: transactions, renewals: [], latestReceipt: nil, appleStatus: 0, environment: environment,
                 catalog: try await catalog.current(),
-                context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, verificationID: nil, orderID: orderID))
+                context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, claim: nil, orderID: orderID.flatMap(UUID.init(uuidString:))))
         } catch let conflict as OwnershipConflict {
             throw ProblemError(status: 409, title: "Purchase owned by another user",
                                detail: "The purchase \(conflict.originalTransactionID) already belongs to another user and RESTORE_POLICY is keep; nothing was recorded.",

@@ -23,14 +23,12 @@ struct AppAccountTokenStore {
     func users(of tokens: Set<UUID>, on db: some PostgresQueryable) async throws -> [UUID: String] {
         guard !tokens.isEmpty else { return [:] }
         var users: [UUID: String] = [:]
-        for token in tokens.sorted(by: { $0.uuidString < $1.uuidString }) {
-            let row = try await db.query("""
-                SELECT user_id FROM app_account_tokens WHERE app_account_token = $1
-                UNION ALL
-                SELECT user_id FROM orders WHERE app_account_token = $1
-                LIMIT 1
-                """, [token]).rows.first
-            users[token] = try row?.string("user_id")
+        for row in try await db.query("""
+            SELECT app_account_token, user_id FROM app_account_tokens WHERE app_account_token = ANY($1)
+            UNION ALL
+            SELECT app_account_token, user_id FROM orders WHERE app_account_token = ANY($1)
+            """, [Array(tokens)]).rows {
+            users[try row.uuid("app_account_token")] = try row.string("user_id")
         }
         return users
     }

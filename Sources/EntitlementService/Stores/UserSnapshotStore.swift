@@ -1,0 +1,65 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// Everything the entitlement evaluator needs about one user, read at one instant.
+struct UserSnapshot: Sendable {
+    var transactions: [OwnedTransaction]
+    var renewals: [RenewalInfo]
+    var grants: [Grant]
+    /// Ledger balances by consumable currency.
+    var balances: [String: Int]
+}
+
+/// The read side of a user's purchases: their transactions and subscriptions (through `purchase_owners`),
+/// grants and consumable balances, in one REPEATABLE READ snapshot (a recording committing in between cannot
+/// show half) sent as one pipelined round trip of prepared statements.
+@Loop
+struct UserSnapshotStore {
+    func snapshot(of userID: String, on pool: PostgresPool) async throws -> UserSnapshot {
+        let results = try await pool.transaction([
+            PostgresStatement("""
+             SELECT \(TransactionStore.columns)
+               FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
+              WHERE o.user_id = $1
+             """, [userID]),
+            PostgresStatement("""
+             SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
+                    s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
+               FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
+              WHERE o.user_id = $1
+             """, [userID]),
+            PostgresStatement("SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
+            PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
+        ], isolation: .repeatableRead)
+        let renewals = try results[1].rows.map { row in
+            RenewalInfo(
+                originalTransactionID: try row.string("original_transaction_id"),
+                productID: try row.string("product_id"),
+                autoRenewProductID: try row.optionalString("auto_renew_product_id"),
+                willRenew: try row.bool("will_renew"),
+                expirationIntent: try row.optionalInt("expiration_intent"),
+                isInBillingRetryPeriod: try row.bool("in_billing_retry"),
+                gracePeriodExpiresDate: try row.optionalDate("grace_period_expires_date"),
+                priceConsentStatus: try row.optionalInt("price_consent_status"))
+        }
+        let grants = try results[2].rows.map(GrantRows.grant)
+        var balances: [String: Int] = [:]
+        for row in results[3].rows {
+            balances[try row.string("currency")] = try row.int("balance")
+        }
+        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals, grants: grants,
+                            balances: balances)
+    }
+}
+
+/// The `grants` table's rows as the model's `Grant`.
+enum GrantRows {
+    static func grant(_ row: PostgresRow) throws -> Grant {
+        Grant(
+            id: try row.string("grant_id"), userID: try row.string("user_id"),
+            entitlement: try row.string("entitlement"), createdAt: try row.date("created_at"),
+            expiresAt: try row.optionalDate("expires_at"), revokedAt: try row.optionalDate("revoked_at"),
+            reason: try row.string("reason"))
+    }
+}
