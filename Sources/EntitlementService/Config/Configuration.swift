@@ -40,6 +40,8 @@ struct Configuration: Sendable {
     var migrationsDirectory: String?
     /// Users whose entitlements answer each process keeps (`EntitlementCache`); 0 disables the cache.
     var entitlementCacheSize: Int
+    /// The App Store Server API: its key (when configured), URLs and the notification history interval.
+    var appleServerAPI: ServerAPIConfiguration
 
     static let caBundleDefault = "/etc/ssl/certs/ca-certificates.crt"
     static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
@@ -76,6 +78,7 @@ struct Configuration: Sendable {
         maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
         entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
+        appleServerAPI = try ServerAPIConfiguration(reader, bundleID: appleBundleID)
     }
 
     /// Settings that are valid but leave part of the service unusable, for `serve` to warn about once at
@@ -118,7 +121,7 @@ struct ConfigurationWarning: Equatable, Sendable {
 }
 
 /// Typed, validated reads of environment variables; empty values count as unset.
-private struct EnvironmentReader {
+struct EnvironmentReader {
     let environment: [String: String]
 
     func string(_ name: String) -> String? {

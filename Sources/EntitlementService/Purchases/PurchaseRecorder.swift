@@ -142,9 +142,9 @@ struct PurchaseRecorder {
                 throw OwnershipConflict(originalTransactionID: id, owner: owner)
             case .transfer(let from, let to):
                 try await owners.transfer(id, to: to, on: connection)
-                let audit = AuditLog.record(actor: context.actor, action: AuditLog.Action.ownershipTransfer, subject: id, userID: to,
-                                            before: try PostgresJSON(encoding: ["user_id": from]), after: try PostgresJSON(encoding: ["user_id": to]))
-                _ = try await connection.query(audit.sql, audit.parameters)
+                try await AuditStore().record(actor: context.actor, action: .ownershipTransfer, subject: id, userID: to,
+                                              before: try PostgresJSON(encoding: ["user_id": from]),
+                                              after: try PostgresJSON(encoding: ["user_id": to]), on: connection)
                 Log.info("ownership_transfer", ["original_transaction_id": id, "from": from, "to": to])
                 transferredFrom.append(from)
             }
