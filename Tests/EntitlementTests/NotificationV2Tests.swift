@@ -222,6 +222,28 @@ struct NotificationV2Tests {
         }
     }
 
+    @Test func theWorkerAppliesWhatTheRequestThatStoredItCouldNot() async throws {
+        try await run { service, storeKit in
+            let bought = subscription("worker-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-600))
+            #expect(try await service.postSigned([try storeKit.sign(bought)], for: "worker-user").status == 200)
+            // Stored and answered, then the process died before applying it: only the row is left, due now.
+            var refunded = bought
+            refunded.revoked = now.addingTimeInterval(-60)
+            refunded.signed = now.addingTimeInterval(-60)
+            let stored = StoredNotification(
+                uuid: "left-behind", version: 2, type: "REFUND", subtype: nil, signedDate: refunded.signed, environment: "Production",
+                originalTransactionID: "worker-1", transactionID: "worker-1", signedPayload: try storeKit.sign(refunded),
+                transactionInfo: try JSONSerialization.data(withJSONObject: refunded.payload), renewalInfo: nil, state: .received)
+            let connection = try await PostgresConnection.connect(service.databaseURL)
+            defer { connection.close() }
+            #expect(try await NotificationStore().insert(stored, leaseMs: 0, on: connection))
+            #expect(try await eventually(timeout: 10) { try await service.notificationState("left-behind")?.state == "applied" })
+            #expect(try await service.entitlements("worker-user").entitlement("premium")?["inactive_reason"] as? String == "refunded")
+            let attempts = try await service.sql("SELECT attempts FROM app_store_notifications WHERE notification_uuid = 'left-behind'")
+            #expect(try attempts[0].int("attempts") == 1)
+        }
+    }
+
     /// A subscription's life in 100 notifications: renewals, auto-renew turned off and on, billing trouble.
     private func lifeOf(_ purchase: String, storeKit: SignedStoreKit) throws -> [(uuid: String, body: String)] {
         let start = now.addingTimeInterval(-40 * 86_400)
