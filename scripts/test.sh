@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`,
-# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database, and
-# checks that service's /metrics afterwards with `promtool check metrics`.
+# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, asks Apple's own
+# signed-data verifier for its verdicts (scripts/signed-parity/run.sh, for SignedDataParityTests), runs
+# `swift test`, then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database,
+# and checks that service's /metrics afterwards with `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
 # RELEASE_BUILD: `auto` (default) also builds the release product after the tests when no arguments were given
@@ -27,6 +28,11 @@ PG_FSYNC=off pg_start "$PGDIR" "$(free_port)"
 export TEST_DATABASE_URL="$PG_DATABASE_URL"
 export TEST_PG_DATA="$PGDIR" TEST_PG_BIN="$(pg_bindir)"
 echo "test database: $TEST_DATABASE_URL" >&2
+
+# Apple's verdicts on the signed-payload cases; a harness that fails fails the test command. Its Python venv is
+# kept in .build (SIGNED_PARITY_VENV) so that later runs only check the pinned packages.
+scripts/signed-parity/run.sh "$PGDIR/signed-parity" "${SIGNED_PARITY_VENV:-$ROOT/.build/signed-parity-venv}"
+export SIGNED_PARITY_CASES="$PGDIR/signed-parity/cases.json"
 
 swift build --build-tests
 status=0

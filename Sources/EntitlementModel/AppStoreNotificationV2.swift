@@ -38,7 +38,7 @@ public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
         notificationUUID = try container.appleString(.notificationUUID)
         signedDate = try container.appleMilliseconds(.signedDate)
         // Summary notifications (RENEWAL_EXTENSION/SUMMARY) carry `summary`, with no transaction, instead of `data`.
-        guard let part = [CodingKeys.data, .summary].first(where: container.contains) else { return }
+        guard let part = try [CodingKeys.data, .summary].first(where: { try container.contains($0) && !container.decodeNil(forKey: $0) }) else { return }
         isSummary = part == .summary
         let data = try container.nestedContainer(keyedBy: DataKeys.self, forKey: part)
         bundleID = try data.appleString(.bundleId)

@@ -44,15 +44,14 @@ final class Application {
 
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let reader = EntitlementReader(db: pool, catalog: catalog)
-        let signedData = SignedAppStoreData(verifier: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
-                                            bundleID: configuration.appleBundleID)
+        let signatures = SignedDataVerifier(configuration)
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: reader,
                        ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
-        StoreKitRoutes(keys: keys, db: pool, signedData: signedData, recorder: receipts.recorder, reader: reader, catalog: catalog)
+        StoreKitRoutes(keys: keys, db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog)
             .register(on: router)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signedData: signedData, db: pool, recorder: receipts.recorder,
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
                            catalog: catalog, leaseMs: Self.notificationLeaseMs)
             .register(on: router)
         AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)

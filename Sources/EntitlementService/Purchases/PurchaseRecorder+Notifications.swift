@@ -1,3 +1,4 @@
+import AppStore
 import ServiceRuntime
 import EntitlementModel
 import Foundation
@@ -18,7 +19,7 @@ struct NotificationFacts: Sendable {
     /// transaction dated by its own `signedDate`, else the notification's; the renewal state by the
     /// notification's), or a V1 notification's unified receipt.
     init(_ notification: StoredNotification) throws {
-        environment = notification.environment.flatMap(StoreEnvironment.init(rawValue:)) ?? .production
+        environment = notification.environment.flatMap(SignedDataEnvironment.init(rawValue:))?.recorded ?? .production
         guard notification.version == 2 else {
             let v1 = try AppStoreNotificationV1(jsonData: Data(notification.signedPayload.utf8))
             transactions = v1.transactions()

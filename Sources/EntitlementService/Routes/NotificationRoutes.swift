@@ -1,3 +1,4 @@
+import AppStore
 import Crypto
 import ServiceRuntime
 import EntitlementModel
@@ -7,7 +8,7 @@ import Foundation
 ///
 /// Version 1 notifications carry the shared secret as `password` (checked in constant time) and Apple's
 /// `unified_receipt`. Version 2 notifications are one `signedPayload`, verified with its signed transaction and
-/// renewal info (`SignedAppStoreData`). A notification is stored before the answer, once per `notificationUUID`
+/// renewal info (`SignedDataVerifier`: Apple's rules). A notification is stored before the answer, once per `notificationUUID`
 /// (V1: per SHA-256 of the body), so 200 means durable and the same notification again changes nothing. It is
 /// then applied before answering where possible (`PurchaseRecorder.applyReceived`); what could not be is applied
 /// by `NotificationWorker`. A purchase without an owner parks its notification until one appears; TEST,
@@ -19,7 +20,7 @@ import Foundation
 @Loop
 struct NotificationRoutes {
     let sharedSecret: String?
-    let signedData: SignedAppStoreData
+    let signatures: SignedDataVerifier
     let db: PostgresPool
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
@@ -93,18 +94,18 @@ struct NotificationRoutes {
 
     /// A version 2 notification, verified with its signed parts.
     private func signed(_ jws: String) async throws -> StoredNotification {
-        let verified = try await verify(part: "signedPayload") { () async throws(SignedDataRefusal) in try await signedData.notification(jws) }
+        let verified = try await verify(part: "signedPayload") { () async throws(SignedDataError) in try await signatures.verifyNotification(jws) }
         let notification = verified.payload
         guard let uuid = notification.notificationUUID, InputRules.isText(uuid, maxLength: 200) else {
             throw ProblemError(status: 422, detail: "The signed payload has no notificationUUID.", extra: ["field": "signedPayload"])
         }
-        var transaction: Verified<AppStoreTransactionV2>?
+        var transaction: VerifiedSignedData<AppStoreTransactionV2>?
         if let info = notification.signedTransactionInfo {
-            transaction = try await verify(part: "data.signedTransactionInfo") { () async throws(SignedDataRefusal) in try await signedData.transaction(info) }
+            transaction = try await verify(part: "data.signedTransactionInfo") { () async throws(SignedDataError) in try await signatures.verifyTransaction(info) }
         }
-        var renewal: Verified<AppStoreRenewalInfoV2>?
+        var renewal: VerifiedSignedData<AppStoreRenewalInfoV2>?
         if let info = notification.signedRenewalInfo {
-            renewal = try await verify(part: "data.signedRenewalInfo") { () async throws(SignedDataRefusal) in try await signedData.renewalInfo(info) }
+            renewal = try await verify(part: "data.signedRenewalInfo") { () async throws(SignedDataError) in try await signatures.verifyRenewalInfo(info) }
         }
         let state: NotificationState = switch notification.disposition {
         case .record: .received
@@ -113,7 +114,7 @@ struct NotificationRoutes {
         return StoredNotification(
             uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
             signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
-            environment: (notification.environment ?? transaction?.environment ?? verified.environment).rawValue,
+            environment: verified.environment.rawValue,
             originalTransactionID: transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID,
             transactionID: transaction?.payload.transaction.transactionID, signedPayload: jws,
             transactionInfo: transaction?.json, renewalInfo: renewal?.json, state: state)
@@ -122,11 +123,11 @@ struct NotificationRoutes {
     /// The payload `verify` verifies (the notification or one of its `part`s): 401 when its signature or chain
     /// does not verify, 422 when it verifies but is for another app or environment or does not decode. The
     /// reason is logged.
-    private func verify<Payload>(part: String, _ verify: () async throws(SignedDataRefusal) -> Verified<Payload>) async throws -> Verified<Payload> {
+    private func verify<Payload>(part: String, _ verify: () async throws(SignedDataError) -> VerifiedSignedData<Payload>) async throws -> VerifiedSignedData<Payload> {
         do {
             return try await verify()
         } catch {
-            Log.warning("app_store_notification_refused", ["part": part, "reason": error.reason])
+            Log.warning("app_store_notification_refused", ["part": part, "status": error.status.rawValue, "reason": error.reason])
             if error.isAuthenticityFailure {
                 throw ProblemError(status: 401, detail: "The signed payload (\(part)) is not signed by a trusted App Store certificate chain.",
                                    extra: ["field": "signedPayload"])

@@ -1,3 +1,4 @@
+import AppStore
 import ServiceRuntime
 import EntitlementModel
 import Foundation
@@ -8,7 +9,7 @@ import Foundation
 struct StoreKitRoutes {
     let keys: APIKeys
     let db: PostgresPool
-    let signedData: SignedAppStoreData
+    let signatures: SignedDataVerifier
     let recorder: PurchaseRecorder
     let reader: EntitlementReader
     let catalog: CatalogCache
@@ -55,19 +56,20 @@ struct StoreKitRoutes {
             throw ProblemError.badRequest("The field 'signed_transaction' (or 'signed_transactions') is missing.", field: "signed_transaction")
         }
 
-        var verified: [Verified<AppStoreTransactionV2>] = []
+        var verified: [VerifiedSignedData<AppStoreTransactionV2>] = []
         for (jws, field) in posted {
             do {
-                verified.append(try await signedData.transaction(jws))
+                verified.append(try await signatures.verifyTransaction(jws))
             } catch {
-                Log.warning("signed_transaction_refused", ["request_id": request.requestID, "field": field, "reason": error.reason])
+                Log.warning("signed_transaction_refused", ["request_id": request.requestID, "field": field, "status": error.status.rawValue,
+                                                           "reason": error.reason])
                 throw ProblemError(status: 422, title: "Signed transaction rejected",
                                    detail: "'\(field)' is not a transaction signed by the App Store for this app: \(error.reason).",
                                    extra: ["field": .string(field)])
             }
         }
-        let environment = verified[0].environment
-        if let index = verified.firstIndex(where: { $0.environment != environment }) {
+        let environment = verified[0].environment.recorded
+        if let index = verified.firstIndex(where: { $0.environment.recorded != environment }) {
             throw ProblemError(status: 422, title: "Signed transaction rejected",
                                detail: "The signed transactions of one post must share one environment.",
                                extra: ["field": .string(posted[index].field)])

@@ -3,8 +3,9 @@ import Foundation
 @testable import ServiceRuntime
 
 /// StoreKit 2 payloads shaped like the App Store's (`JWSTransactionDecodedPayload`, `JWSRenewalInfoDecodedPayload`,
-/// `ResponseBodyV2DecodedPayload`), signed by a test chain whose root the service is told to trust.
-struct SignedStoreKit {
+/// `ResponseBodyV2DecodedPayload`), signed by a test chain whose root the service is told to trust. Immutable once
+/// made (the chain's keys and signer included), so shared across tasks freely.
+struct SignedStoreKit: @unchecked Sendable {
     let chain: TestSigningChain
     /// The root's DER file, for `APPLE_ROOT_CERTIFICATES`.
     let rootFile: String
