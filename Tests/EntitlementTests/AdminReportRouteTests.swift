@@ -24,8 +24,9 @@ import Testing
     @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
         try await HTTPTestServer.start { router in
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
-            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: CatalogCache(db: pool), report: reports)
-                .register(on: router)
+            let keys = APIKeys(appKeys: [], adminKeys: [Self.adminKey])
+            let admin = router.group("/v1", KeyAuthentication(keys: keys)).group("/admin", AdminScope())
+            AdminRoutes(db: pool, catalog: CatalogCache(db: pool), report: reports).register(on: admin)
         }
     }
 

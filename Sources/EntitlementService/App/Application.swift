@@ -42,20 +42,23 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
 
+        // `/v1` wants an app or admin key and its answers are never cached; `/v1/admin` wants an admin key;
+        // Apple's notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let reader = EntitlementReader(db: pool, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
+        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys))
         SystemRoutes(db: pool).register(on: router)
-        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: reader,
-                       ledger: LedgerStore(), orders: OrderStore(), catalog: catalog).register(on: router)
-        StoreKitRoutes(keys: keys, db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog)
-            .register(on: router)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: LedgerStore(), orders: OrderStore(), catalog: catalog)
+            .register(on: v1)
+        StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
                            catalog: catalog, leaseMs: Self.notificationLeaseMs)
             .register(on: router)
-        AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
-        NotificationAdminRoutes(keys: keys, db: pool).register(on: router)
+        let admin = v1.group("/admin", AdminScope())
+        AdminRoutes(db: pool, catalog: catalog).register(on: admin)
+        NotificationAdminRoutes(db: pool).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 

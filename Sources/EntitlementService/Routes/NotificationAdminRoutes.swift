@@ -2,17 +2,16 @@ import ServiceRuntime
 import Foundation
 
 /// `GET /v1/admin/notifications`: the App Store notifications received, newest first, paged as the audit log.
+/// Registered under `/v1/admin`, whose middleware wants an admin key.
 @Loop
 struct NotificationAdminRoutes {
-    let keys: APIKeys
     let db: PostgresPool
 
-    func register(on router: Router) {
-        router.get("/v1/admin/notifications") { try await list($0) }
+    func register(on admin: RouterGroup) {
+        admin.get("/notifications") { request, _ in try await list(request) }
     }
 
     private func list(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: true)
         let (limit, cursor) = try AdminInput.page(request)
         let type = try request.query["type"].map { type in
             guard (1...64).contains(type.utf8.count),

@@ -28,8 +28,9 @@ struct NotificationRoutes {
     let leaseMs: Int
     let store = NotificationStore()
 
+    /// Registered on the router itself: Apple presents no key, the notification proves itself.
     func register(on router: Router) {
-        router.post("/v1/notifications/app-store") { try await receive($0) }
+        router.post("/v1/notifications/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -4,10 +4,10 @@ import EntitlementModel
 import Foundation
 
 /// The app routes of StoreKit 2: signed transactions verified offline and recorded, users' app account
-/// tokens, and the catalog as a client asks StoreKit for products.
+/// tokens, and the catalog as a client asks StoreKit for products. Registered under `/v1`, whose middleware lets
+/// in app and admin keys.
 @Loop
 struct StoreKitRoutes {
-    let keys: APIKeys
     let db: PostgresPool
     let signatures: SignedDataVerifier
     let recorder: PurchaseRecorder
@@ -17,10 +17,10 @@ struct StoreKitRoutes {
     /// At most this many signed transactions in one post (a restore posts all current entitlements at once).
     static let maxTransactions = 100
 
-    func register(on router: Router) {
-        router.post("/v1/transactions") { try await postTransactions($0) }
-        router.get("/v1/users/{user_id}/app-account-token") { try await appAccountToken($0) }
-        router.get("/v1/products") { try await products($0) }
+    func register(on v1: RouterGroup) {
+        v1.post("/transactions") { try await postTransactions($0, $1) }
+        v1.get("/users/{user_id}/app-account-token") { _, context in try await appAccountToken(context) }
+        v1.get("/products") { _, _ in .json(ClientCatalogBody(catalog: try await catalog.current())) }
     }
 
     private struct TransactionsBody: Decodable {
@@ -35,8 +35,8 @@ struct StoreKitRoutes {
 
     /// `POST /v1/transactions`: every JWS verified before anything is recorded, then all recorded in one
     /// database transaction exactly as a verified receipt's transactions are.
-    private func postTransactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let caller = try keys.authorize(request, admin: false)
+    private func postTransactions(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let caller = try context.caller
         let body = try request.decodeJSON(TransactionsBody.self)
         let userID = try InputRules.userID(body.userID)
         let orderID = try body.orderID.map { try InputRules.uuid($0, field: "order_id") }
@@ -80,7 +80,7 @@ struct StoreKitRoutes {
             recorded = try await recorder.record(
                 transactions: transactions, renewals: [], latestReceipt: nil, appleStatus: 0, environment: environment,
                 catalog: try await catalog.current(),
-                context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, claim: nil, orderID: orderID.flatMap(UUID.init(uuidString:))))
+                context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, claim: nil, orderID: orderID))
         } catch let conflict as OwnershipConflict {
             throw ProblemError(status: 409, title: "Purchase owned by another user",
                                detail: "The purchase \(conflict.originalTransactionID) already belongs to another user and RESTORE_POLICY is keep; nothing was recorded.",
@@ -107,17 +107,10 @@ struct StoreKitRoutes {
     }
 
     /// `GET /v1/users/{user_id}/app-account-token`: the user's stable token, created on first use.
-    private func appAccountToken(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+    private func appAccountToken(_ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let userID = try context.parameters.require("user_id", as: UserID.self).value
         let token = try await AppAccountTokenStore().token(for: userID, on: db)
         return .json(["user_id": userID, "app_account_token": token.uuidString.lowercased()])
-    }
-
-    /// `GET /v1/products`: the catalog without prices.
-    private func products(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        return .json(ClientCatalogBody(catalog: try await catalog.current()))
     }
 }
 
