@@ -236,7 +236,7 @@ struct NotificationV2Tests {
                 transactionInfo: try JSONSerialization.data(withJSONObject: refunded.payload), renewalInfo: nil, state: .received)
             let connection = try await PostgresConnection.connect(service.databaseURL)
             defer { connection.close() }
-            #expect(try await NotificationStore().insert(stored, leaseMs: 0, on: connection))
+            #expect(try await NotificationStore().insert(stored, lease: .zero, on: connection))
             #expect(try await eventually(timeout: 10) { try await service.notificationState("left-behind")?.state == "applied" })
             #expect(try await service.entitlements("worker-user").entitlement("premium")?["inactive_reason"] as? String == "refunded")
             let attempts = try await service.sql("SELECT attempts FROM app_store_notifications WHERE notification_uuid = 'left-behind'")

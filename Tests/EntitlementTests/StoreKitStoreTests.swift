@@ -38,15 +38,15 @@ struct StoreKitStoreTests {
         try await TestDatabase.withMigratedDatabase { _, pool in
             let store = NotificationStore()
             let base = Date(timeIntervalSince1970: 1_800_000_000)
-            #expect(try await store.insert(notification("n-0", signed: base), leaseMs: 60_000, on: pool))
-            #expect(try await !store.insert(notification("n-0", signed: base.addingTimeInterval(5), purchase: "other"), leaseMs: 0, on: pool))
+            #expect(try await store.insert(notification("n-0", signed: base), lease: .seconds(60), on: pool))
+            #expect(try await !store.insert(notification("n-0", signed: base.addingTimeInterval(5), purchase: "other"), lease: .zero, on: pool))
             // Left to the request that stored it: not due before its lease ends.
-            #expect(try await store.claimDue(limit: 10, leaseMs: 60_000, on: pool).isEmpty)
+            #expect(try await store.claimDue(limit: 10, lease: .seconds(60), on: pool).isEmpty)
 
             for index in (1...40).reversed() {
-                _ = try await store.insert(notification("n-\(index)", signed: base.addingTimeInterval(Double(index))), leaseMs: 0, on: pool)
+                _ = try await store.insert(notification("n-\(index)", signed: base.addingTimeInterval(Double(index))), lease: .zero, on: pool)
             }
-            let workers = (0..<4).map { _ in Task { @Loop in try await store.claimDue(limit: 16, leaseMs: 60_000, on: pool) } }
+            let workers = (0..<4).map { _ in Task { @Loop in try await store.claimDue(limit: 16, lease: .seconds(60), on: pool) } }
             var claims: [[StoredNotification]] = []
             for worker in workers { claims.append(try await worker.value) }
             let claimed = claims.flatMap { $0.map(\.uuid) }
@@ -55,7 +55,7 @@ struct StoreKitStoreTests {
                 #expect(batch.map(\.signedDate) == batch.map(\.signedDate).sorted())
                 #expect(batch.allSatisfy { $0.attempts == 1 && $0.transactionInfo == Data(#"{"transactionId": "t"}"#.utf8) })
             }
-            #expect(try await store.claimDue(limit: 10, leaseMs: 60_000, on: pool).isEmpty)
+            #expect(try await store.claimDue(limit: 10, lease: .seconds(60), on: pool).isEmpty)
 
             // Settled, a notification is no longer received; parked ones are found by purchase, oldest first.
             try await store.settle("n-2", owner: nil, on: pool)
@@ -66,7 +66,7 @@ struct StoreKitStoreTests {
             #expect(try await pool.transaction { try await store.lockReceived("n-3", on: $0) } == nil)
             #expect(try await pool.transaction { try await store.lockReceived("n-4", on: $0) }?.uuid == "n-4")
 
-            try await store.retryLater("n-4", delayMs: 60_000, error: "boom", on: pool)
+            try await store.retryLater("n-4", delay: .seconds(60), error: "boom", on: pool)
             let row = try await pool.query("SELECT last_error, next_attempt_at > now() + interval '50 seconds' AS later FROM app_store_notifications WHERE notification_uuid = 'n-4'", []).single()
             #expect(try row.string("last_error") == "boom" && row.bool("later"))
         }
@@ -77,7 +77,7 @@ struct StoreKitStoreTests {
             let store = NotificationStore()
             for index in 0..<7 {
                 _ = try await store.insert(notification("page-\(index)", signed: Date(), state: .ignored, type: index < 3 ? "TEST" : "REFUND"),
-                                           leaseMs: 0, on: pool)
+                                           lease: .zero, on: pool)
             }
             var seen: [String] = []
             var cursor: AuditCursor?

@@ -17,7 +17,7 @@ final class Application {
     private var stopping = false
     /// How long a stored notification is left to the request applying it (and a claimed one to the worker)
     /// before the worker takes it (again).
-    static let notificationLeaseMs = 10_000
+    static let notificationLease = Duration.seconds(10)
 
     /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
     init(configuration: Configuration, migrationsDirectory: URL) async throws {
@@ -54,7 +54,7 @@ final class Application {
             .register(on: v1)
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
-                           catalog: catalog, leaseMs: Self.notificationLeaseMs)
+                           catalog: catalog, lease: Self.notificationLease)
             .register(on: router)
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog).register(on: admin)
@@ -66,7 +66,7 @@ final class Application {
         workers = [
             RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
             RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
-            NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, leaseMs: Self.notificationLeaseMs,
+            NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, lease: Self.notificationLease,
                                     intervalMs: 500),
         ]
         registerMetrics()

@@ -9,26 +9,22 @@ import EntitlementModel
 enum NotificationWorker {
     static let batchSize = 32
 
-    static func make(recorder: PurchaseRecorder, catalog: CatalogCache, retry: RetrySchedule, leaseMs: Int, intervalMs: UInt64) -> PeriodicWorker {
+    static func make(recorder: PurchaseRecorder, catalog: CatalogCache, retry: RetrySchedule, lease: Duration, intervalMs: UInt64) -> PeriodicWorker {
         let store = NotificationStore()
         return PeriodicWorker(name: "notifications", intervalMs: intervalMs) {
-            do {
-                let due = try await store.claimDue(limit: batchSize, leaseMs: leaseMs, on: recorder.db)
-                let current = try await catalog.current()
-                let purchases = Dictionary(grouping: due) { $0.originalTransactionID ?? $0.uuid }
-                let runs = purchases.values.map { notifications in
-                    Task { @Loop in
-                        for notification in notifications {
-                            await apply(notification, recorder: recorder, catalog: current, retry: retry, store: store)
-                        }
+            let due = try await store.claimDue(limit: batchSize, lease: lease, on: recorder.db)
+            guard !due.isEmpty else { return false }
+            let current = try await catalog.current()
+            let purchases = Dictionary(grouping: due) { $0.originalTransactionID ?? $0.uuid }
+            let runs = purchases.values.map { notifications in
+                Task { @Loop in
+                    for notification in notifications {
+                        await apply(notification, recorder: recorder, catalog: current, retry: retry, store: store)
                     }
                 }
-                for run in runs { await run.value }
-                return due.count == batchSize
-            } catch {
-                Log.error("notification_worker_failed", ["error": String(describing: error)])
-                return false
             }
+            for run in runs { await run.value }
+            return due.count == batchSize
         }
     }
 
@@ -42,7 +38,7 @@ enum NotificationWorker {
             let delay = retry.randomDelayMs(attempt: notification.attempts)
             Log.error("app_store_notification_apply_failed", ["notification_uuid": notification.uuid, "error": String(describing: error),
                                                               "retry_in_ms": delay])
-            try? await store.retryLater(notification.uuid, delayMs: delay, error: String(describing: error), on: recorder.db)
+            try? await store.retryLater(notification.uuid, delay: .milliseconds(delay), error: String(describing: error), on: recorder.db)
         }
     }
 }

@@ -25,7 +25,7 @@ struct NotificationRoutes {
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
     /// How long a stored notification is left to the request that stored it before the worker may take it.
-    let leaseMs: Int
+    let lease: Duration
     let store = NotificationStore()
 
     /// Registered on the router itself: Apple presents no key, the notification proves itself.
@@ -47,7 +47,7 @@ struct NotificationRoutes {
         } else {
             incoming = try version1(request.body, object: object)
         }
-        let stored = try await store.insert(incoming, leaseMs: leaseMs, on: db)
+        let stored = try await store.insert(incoming, lease: lease, on: db)
         let state = stored && incoming.state == .received ? await applyNow(incoming) : incoming.state
         Log.info("app_store_notification", ["request_id": request.requestID, "notification_uuid": incoming.uuid, "version": incoming.version,
                                              "type": incoming.type, "subtype": incoming.subtype, "environment": incoming.environment,

@@ -47,19 +47,19 @@ struct NotificationStore {
         """
 
     /// Stores `notification` unless one with its uuid is stored already; true when this call stored it. A
-    /// `received` one is not due for the worker before `leaseMs` has passed: the caller applies it first.
-    func insert(_ notification: StoredNotification, leaseMs: Int, on db: some PostgresQueryable) async throws -> Bool {
+    /// `received` one is not due for the worker before `lease` has passed: the caller applies it first.
+    func insert(_ notification: StoredNotification, lease: Duration, on db: some PostgresQueryable) async throws -> Bool {
         !(try await db.query("""
             INSERT INTO app_store_notifications (
                 notification_uuid, version, notification_type, subtype, signed_date, environment, original_transaction_id,
                 transaction_id, signed_payload, transaction_info, renewal_info, state, next_attempt_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + make_interval(secs => $13::double precision / 1000))
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, now() + $13)
             ON CONFLICT (notification_uuid) DO NOTHING
             RETURNING notification_id
             """, [notification.uuid, notification.version, notification.type, notification.subtype, notification.signedDate,
                   notification.environment, notification.originalTransactionID, notification.transactionID,
                   notification.signedPayload, notification.transactionInfo.map(PostgresJSON.init),
-                  notification.renewalInfo.map(PostgresJSON.init), notification.state.rawValue, leaseMs]).rows.isEmpty)
+                  notification.renewalInfo.map(PostgresJSON.init), notification.state.rawValue, lease]).rows.isEmpty)
     }
 
     /// The notification `uuid` while it is still `received`, its row locked until the caller's transaction ends.
@@ -90,8 +90,8 @@ struct NotificationStore {
     }
 
     /// Claims up to `limit` due `received` notifications, oldest signed first, skipping rows other instances
-    /// hold; a claimed one is not due again before `leaseMs` has passed.
-    func claimDue(limit: Int, leaseMs: Int, on db: some PostgresQueryable) async throws -> [StoredNotification] {
+    /// hold; a claimed one is not due again before `lease` has passed.
+    func claimDue(limit: Int, lease: Duration, on db: some PostgresQueryable) async throws -> [StoredNotification] {
         try await db.query("""
             WITH due AS (
                 SELECT notification_id FROM app_store_notifications
@@ -99,20 +99,20 @@ struct NotificationStore {
                  ORDER BY signed_date, notification_id LIMIT $1
                    FOR UPDATE SKIP LOCKED)
             UPDATE app_store_notifications n
-               SET attempts = n.attempts + 1, next_attempt_at = now() + make_interval(secs => $2::double precision / 1000),
+               SET attempts = n.attempts + 1, next_attempt_at = now() + $2,
                    updated_at = now()
               FROM due WHERE n.notification_id = due.notification_id
             RETURNING \(Self.columns)
-            """, [limit, leaseMs]).rows.map(Self.stored).sorted { $0.signedDate < $1.signedDate }
+            """, [limit, lease]).rows.map(Self.stored).sorted { $0.signedDate < $1.signedDate }
     }
 
-    /// After a failed attempt: due again after `delayMs`, with the error kept for the operator.
-    func retryLater(_ uuid: String, delayMs: Int, error: String, on db: some PostgresQueryable) async throws {
+    /// After a failed attempt: due again after `delay`, with the error kept for the operator.
+    func retryLater(_ uuid: String, delay: Duration, error: String, on db: some PostgresQueryable) async throws {
         _ = try await db.query("""
             UPDATE app_store_notifications
-               SET next_attempt_at = now() + make_interval(secs => $2::double precision / 1000), last_error = $3, updated_at = now()
+               SET next_attempt_at = now() + $2, last_error = $3, updated_at = now()
              WHERE notification_uuid = $1 AND state = 'received'
-            """, [uuid, delayMs, error])
+            """, [uuid, delay, error])
     }
 
     /// What `GET /v1/admin/notifications` asks for: at most `limit` notifications received before `cursor`
