@@ -222,6 +222,31 @@ struct NotificationV2Tests {
         }
     }
 
+    @Test func aVersion1NotificationIsStoredOnceByItsBodyAndWithoutItsPassword() async throws {
+        try await ServiceHarness.run { service in
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addSubscription(monthly, originalTransactionID: "v1-1", start: now.addingTimeInterval(-86_400), period: try ISODuration(parsing: "P1M"))
+            #expect(try await service.post(receipt, for: "v1-user").status == 200)
+            receipt.cancel(transactionID: "v1-1", at: now.addingTimeInterval(-5))
+            guard case .object(var unified) = receipt.verifyReceiptBody(receiptData: receipt.receiptData, requestDate: now, excludeOldTransactions: false) else {
+                Issue.record("the fake's answer is not an object")
+                return
+            }
+            unified.removeValue(forKey: "receipt")
+            let body = (["notification_type": "REFUND", "password": .string(ServiceHarness.sharedSecret), "environment": "PROD",
+                         "unified_receipt": .object(unified)] as JSONValue).jsonText
+            #expect(try await service.notify(body).status == 200)
+            #expect(try await service.notify(body).status == 200)
+            let rows = try await service.sql("SELECT notification_uuid, version, state, user_id, signed_payload FROM app_store_notifications")
+            #expect(rows.count == 1)
+            let row = try #require(rows.first)
+            #expect(try row.string("notification_uuid").hasPrefix("v1:") && row.int("version") == 1)
+            #expect(try row.string("state") == "applied" && row.optionalString("user_id") == "v1-user")
+            #expect(try !row.string("signed_payload").contains(ServiceHarness.sharedSecret))
+            #expect(try await service.entitlements("v1-user").entitlement("premium")?["inactive_reason"] as? String == "refunded")
+        }
+    }
+
     @Test func theWorkerAppliesWhatTheRequestThatStoredItCouldNot() async throws {
         try await run { service, storeKit in
             let bought = subscription("worker-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-600))

@@ -187,6 +187,18 @@ struct StoreKitTransactionTests {
         }
     }
 
+    @Test func aReceiptEntryCarryingAUsersTokenIsTheirs() async throws {
+        try await run(["RESTORE_POLICY": "keep"]) { service, _ in
+            let token = try #require(try await service.request("GET", "/v1/users/receipt-token-user/app-account-token").json()["app_account_token"] as? String)
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addPurchase("com.example.lifetime", transactionID: "rt-1", purchased: now, appAccountToken: token.uppercased())
+            let answer = try await service.post(receipt, for: "another-poster")
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect(try await service.entitlements("receipt-token-user").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("another-poster").entitlement("pro") == nil)
+        }
+    }
+
     @Test func anOrderIdBindsTheBuyerAndIsFulfilled() async throws {
         try await run { service, storeKit in
             let created = try await service.request("POST", "/v1/orders", json: #"{"user_id": "order-user", "product_id": "com.example.lifetime"}"#)
