@@ -76,7 +76,10 @@ let package = Package(
                 "ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [.embedInCode("openapi.json")],
+            resources: [
+                .embedInCode("openapi.json"),
+                .embedInCode("Console/console.html"), .embedInCode("Console/console.css"), .embedInCode("Console/console.js"),
+            ],
             swiftSettings: releaseFlags
         ),
         // bench/verify's driver: many verifyReceipt calls at once on one loop.

@@ -146,4 +146,11 @@ if ! "$ROOT/.build/signed-parity-venv/bin/python" scripts/signed-parity/check_se
     echo "check_server_api: FAILED" >&2
     status=1
 fi
+
+# The admin console in headless Chromium (Selenium, in a venv of its own) against a fresh service on its own
+# database with the same fake App Store: scripts/console/check_console.py. Screenshots: .build/console-screenshots/.
+if ! scripts/console/run.sh "$PGDIR/console" "${PG_DATABASE_URL%/*}" "$BIN" "$FAKE_PORT" "$SECRET" "$WORK/products.json"; then
+    echo "console: FAILED" >&2
+    status=1
+fi
 exit "$status"

@@ -3,14 +3,19 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The running service: database pool, migrations, catalog, App Store client, routes, HTTP server and
-/// background workers, started in that order and stopped in reverse on SIGTERM/SIGINT.
+/// The running service: database pool, migrations, catalog, entitlement cache and its listener, App Store
+/// client, routes, HTTP server and background workers, started in that order and stopped in reverse on
+/// SIGTERM/SIGINT.
 @Loop
 final class Application {
     let configuration: Configuration
     let pool: PostgresPool
     let server: HTTPServer
     let receipts: ReceiptService
+    /// Entitlement answers at the present time, kept until the database announces a change.
+    let cache: EntitlementCache
+    /// Hears the database's change announcements (and barriers' tokens) for `cache`.
+    let listener: PostgresListener
     private let workers: [PeriodicWorker]
     private var signals: [SignalWatcher] = []
     private let lagMonitor = LoopLagMonitor()
@@ -34,6 +39,11 @@ final class Application {
             let count = try await catalog.importFile(file)
             Log.info("catalog_imported", ["file": file, "products": count])
         }
+        let cache = EntitlementCache(capacity: configuration.entitlementCacheSize, db: pool) { [catalog] in catalog.invalidate() }
+        self.cache = cache
+        listener = PostgresListener(
+            PostgresListener.Settings(conninfo: databaseURL, channels: [EntitlementCache.changesChannel, EntitlementCache.syncChannel]),
+            onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             caBundlePath: configuration.appleCABundle, maxConnections: 256,
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
@@ -42,20 +52,24 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
 
-        // `/v1` wants an app or admin key and its answers are never cached; `/v1/admin` wants an admin key;
-        // Apple's notifications (under `/v1`, outside the group) and the system routes want none.
+        // `/v1` wants an app or admin key, its answers are never cached by clients, and its changes are visible
+        // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
+        // notifications (under `/v1`, outside that group: a group of their own with the barrier) and the system
+        // routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let reader = EntitlementReader(db: pool, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
-        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys))
+        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
+                              ChangeBarrier(cache: cache))
         SystemRoutes(db: pool).register(on: router)
-        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: LedgerStore(), orders: OrderStore(), catalog: catalog)
-            .register(on: v1)
+        ConsoleRoutes().register(on: router)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: LedgerStore(), orders: OrderStore(), catalog: catalog,
+                       cache: cache).register(on: v1)
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
                            catalog: catalog, lease: Self.notificationLease)
-            .register(on: router)
+            .register(on: router.group("/v1/notifications", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog).register(on: admin)
         NotificationAdminRoutes(db: pool).register(on: admin)
@@ -72,9 +86,10 @@ final class Application {
         registerMetrics()
     }
 
-    /// Listens (on `socket` when given, else on the configured address) and starts the workers; returns the
-    /// bound port.
+    /// Starts the cache's listener, listens (on `socket` when given, else on the configured address) and
+    /// starts the workers; returns the bound port.
     func start(socket: Int32? = nil) throws -> Int {
+        listener.start()
         let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
         lagMonitor.start()
@@ -92,6 +107,7 @@ final class Application {
         await server.shutdown()
         for worker in workers { await worker.stop() }
         await receipts.releaseClaims()
+        await listener.stop()
         await pool.close()
         lagMonitor.stop()
         Log.info("stopped", ["pid": getpid()])
@@ -123,5 +139,6 @@ final class Application {
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
         ProcessMetrics.register(on: Metrics.shared)
+        cache.registerMetrics(on: Metrics.shared)
     }
 }

@@ -23,6 +23,7 @@ struct AdminRoutes {
         admin.get("/products") { _, _ in .json(try await catalog.current()) }
         admin.get("/audit") { request, _ in try await listAudit(request, audit) }
         admin.get("/reports/purchases") { request, _ in try await purchaseReport(request, report) }
+        admin.get("/reports/timeseries") { request, _ in try await timeseriesReport(request, report) }
     }
 
     private struct GrantBody: Decodable {
@@ -97,6 +98,18 @@ struct AdminRoutes {
     private func purchaseReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
         let window = try AdminInput.reportWindow(request, now: Date())
         let environment = try AdminInput.queryEnvironment(request)
-        return .json(try await report.purchases(from: window.from, to: window.to, environment: environment, on: db))
+        let csv = try AdminInput.wantsCSV(request)
+        let body = try await report.purchases(from: window.from, to: window.to, environment: environment, on: db)
+        guard csv else { return .json(body) }
+        var response = HTTPResponse.text(body.csv, contentType: "text/csv; charset=utf-8")
+        response.headers.add("Content-Disposition", "attachment; filename=\"purchases.csv\"")
+        return response
+    }
+
+    private func timeseriesReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
+        let window = try AdminInput.reportWindow(request, now: Date())
+        let environment = try AdminInput.queryEnvironment(request)
+        let interval = try AdminInput.reportInterval(request, window: window)
+        return .json(try await report.timeseries(from: window.from, to: window.to, interval: interval, environment: environment, on: db))
     }
 }

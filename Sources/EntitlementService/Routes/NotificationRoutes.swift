@@ -29,8 +29,9 @@ struct NotificationRoutes {
     let store = NotificationStore()
 
     /// Registered on the router itself: Apple presents no key, the notification proves itself.
-    func register(on router: Router) {
-        router.post("/v1/notifications/app-store") { request, _ in try await receive(request) }
+    /// Registers `POST /app-store` on `notifications`, the `/v1/notifications` group (no key; the change barrier).
+    func register(on notifications: RouterGroup) {
+        notifications.post("/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {

@@ -12,6 +12,8 @@ struct PurchaseRoutes {
     let ledger: LedgerStore
     let orders: OrderStore
     let catalog: CatalogCache
+    /// Answers of entitlement reads at the present time.
+    let cache: EntitlementCache
 
     func register(on v1: RouterGroup) {
         v1.post("/receipts") { try await postReceipt($0, $1) }
@@ -83,10 +85,24 @@ struct PurchaseRoutes {
         return .json(SubmissionBody(submission))
     }
 
+    /// At the present time (no `at`) through the cache, filled under a ticket and kept until the report's
+    /// `nextChange`; with `at`, always from the database.
     private func entitlements(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
         let userID = try context.parameters.require("user_id", as: UserID.self).value
-        let at = try InputRules.queryDate(request, "at") ?? Date()
-        return .json(try await reader.document(userID: userID, at: at))
+        if let at = try InputRules.queryDate(request, "at") {
+            return .json(try await reader.document(userID: userID, at: at))
+        }
+        let now = Date()
+        if let template = cache.lookup(userID, now: now) {
+            return EntitlementsAnswer.response(template, at: now)
+        }
+        let ticket = cache.ticket(for: userID)
+        let (document, nextChange) = try await reader.evaluation(userID: userID, at: now)
+        let response = HTTPResponse.json(document)
+        if response.status == 200, let template = EntitlementsAnswer.template(of: response.body, asOf: now) {
+            cache.store(template, validUntil: nextChange, for: ticket)
+        }
+        return response
     }
 
     private func transactions(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
