@@ -8,8 +8,8 @@ import Foundation
 ///
 /// Version 1 notifications carry the shared secret as `password` (checked in constant time) and Apple's
 /// `unified_receipt`. Version 2 notifications are one `signedPayload`, verified with its signed transaction and
-/// renewal info (`SignedDataVerifier`: Apple's rules). A notification is stored before the answer, once per `notificationUUID`
-/// (V1: per SHA-256 of the body), so 200 means durable and the same notification again changes nothing. It is
+/// renewal info (`SignedDataVerifier`: Apple's rules). A notification is stored before the answer, once per
+/// `notificationUUID` (V1: per SHA-256 of the body), so 200 means durable and the same notification again changes nothing. It is
 /// then applied before answering where possible (`PurchaseRecorder.applyReceived`); what could not be is applied
 /// by `NotificationWorker`. A purchase without an owner parks its notification until one appears; TEST,
 /// summaries and external purchase tokens are stored as `ignored`.
@@ -28,8 +28,9 @@ struct NotificationRoutes {
     let lease: Duration
     let store = NotificationStore()
 
-    /// Registered on the router itself: Apple presents no key, the notification proves itself.
-    /// Registers `POST /app-store` on `notifications`, the `/v1/notifications` group (no key; the change barrier).
+    /// Registers `POST /app-store` on `notifications`, the `/v1/notifications` group: no key (Apple presents
+    /// none; the notification proves itself), and the change barrier, so its effect shows on this instance once
+    /// answered.
     func register(on notifications: RouterGroup) {
         notifications.post("/app-store") { request, _ in try await receive(request) }
     }
