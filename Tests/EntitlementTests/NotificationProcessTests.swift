@@ -25,16 +25,16 @@ struct NotificationProcessTests {
             let user = "burst-\(index)"
             let token = try await RawHTTPClient.exchange(port: first.port, RawHTTPClient.request(
                 "GET", "/v1/users/\(user)/app-account-token", headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")])).json()["app_account_token"] as? String
-            let bought = try await setup.control("POST", "/control/storekit/purchases", [
+            let bought = try await setup.fakeCall("POST", "/control/storekit/purchases", [
                 "product_id": "com.example.premium.monthly", "type": "auto_renewable", "app_account_token": .string(try #require(token)),
-            ])
-            transactions[try #require(bought.body?[member: "transaction_id"]?.text)] = user
+            ]).json()
+            transactions[try #require(bought["transaction_id"] as? String)] = user
         }
 
         // Two copies of each SUBSCRIBED notification, shuffled, eight at a time; the service is killed mid-burst.
         let url = JSONValue.string("http://127.0.0.1:\(first.port)/v1/notifications/app-store")
         let batch = Task { @Loop in
-            try await setup.control("POST", "/control/storekit/notifications/batch", [
+            try await setup.fakeCall("POST", "/control/storekit/notifications/batch", [
                 "url": url, "concurrency": 8,
                 "notifications": .array(transactions.keys.sorted().map { id in
                     ["notification_type": "SUBSCRIBED", "subtype": "INITIAL_BUY", "transaction_id": .string(id), "copies": 2]
@@ -51,7 +51,7 @@ struct NotificationProcessTests {
         }
         first.signal(SIGKILL)
         _ = try await offLoop { first.waitForExit(timeout: 10) }
-        let report = try #require(try await batch.value.body)
+        let report = try JSONDecoder().decode(JSONValue.self, from: Data(try await batch.value.body))
 
         var answered: [String: String] = [:]  // notification uuid → user, for those answered 200 at least once
         var unanswered = 0

@@ -385,9 +385,12 @@ struct NotificationV2Tests {
     @Test func theFakeAppStoresPurchaseAndNotificationsReachTheService() async throws {
         try await ServiceHarness.run { service in
             let url = JSONValue.string("http://127.0.0.1:\(service.port)/v1/notifications/app-store")
-            let control = service.fakeControl
+            let control = { (method: String, path: String, json: JSONValue) async throws -> (status: Int, body: JSONValue?) in
+                let answer = try await service.fakeCall(method, path, json)
+                return (answer.status, try? JSONDecoder().decode(JSONValue.self, from: Data(answer.body)))
+            }
             let token = try #require(try await service.request("GET", "/v1/users/fake-user/app-account-token").json()["app_account_token"] as? String)
-            let bought = try await control.control("POST", "/control/storekit/purchases", [
+            let bought = try await control("POST", "/control/storekit/purchases", [
                 "product_id": .string(monthly), "type": "auto_renewable", "app_account_token": .string(token), "notify": ["url": url],
                 "purchase_date": .string(RFC3339.string(from: now.addingTimeInterval(-40 * 86_400))),
             ])
@@ -398,7 +401,7 @@ struct NotificationV2Tests {
             #expect(premium["active"] as? Bool == false && premium["environment"] as? String == "Sandbox")
 
             let change = { (action: String, members: [String: JSONValue]) async throws -> JSONValue? in
-                let answer = try await control.control("POST", "/control/storekit/purchases/\(original)/\(action)", .object(members))
+                let answer = try await control("POST", "/control/storekit/purchases/\(original)/\(action)", .object(members))
                 #expect(answer.status == 200, "\(action): \(String(describing: answer.body))")
                 return answer.body
             }
@@ -422,7 +425,7 @@ struct NotificationV2Tests {
             #expect(try await service.sql("SELECT count(*)::int AS n FROM app_store_notifications WHERE notification_uuid = $1", [uuid])[0].int("n") == 1)
 
             // A tampered copy is refused and not stored.
-            let tampered = try await control.control("POST", "/control/storekit/notifications", [
+            let tampered = try await control("POST", "/control/storekit/notifications", [
                 "url": url, "notification_type": "DID_CHANGE_RENEWAL_STATUS", "subtype": "AUTO_RENEW_ENABLED", "tamper": true,
                 "transaction_id": .string(try #require(renewed?[member: "transaction_id"]?.text)),
             ])

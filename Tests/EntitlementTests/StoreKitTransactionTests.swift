@@ -221,6 +221,21 @@ struct StoreKitTransactionTests {
         }
     }
 
+    @Test func withAServerAPIKeyTheSubscriptionsStatusIsFetchedAtOnce() async throws {
+        try await ServiceHarness.run(serverAPI: true) { service in
+            let bought = try await service.fakeBuy(["product_id": "com.example.premium.monthly", "type": "auto_renewable", "environment": "Production"])
+            let jws = try #require(bought["signed_transaction"] as? String)
+            let answer = try await service.postSigned([jws], for: "status-user")
+            #expect(answer.status == 200, "\(answer.text)")
+            // The signed transaction says nothing of renewal; Apple's status, fetched in the background, does.
+            #expect(try answer.json().entitlement("premium")?["will_renew"] as? Bool == false)
+            #expect(try await eventually(timeout: 20, everyMs: 100) {
+                try await service.entitlements("status-user").entitlement("premium")?["will_renew"] as? Bool == true
+            })
+            #expect(try await service.fakeCall("GET", "/control/server-api/requests").text.contains("subscription_statuses"))
+        }
+    }
+
     @Test func theCatalogWithoutPrices() async throws {
         try await run { service, _ in
             let answer = try await service.request("GET", "/v1/products")

@@ -73,12 +73,21 @@ final class Application {
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog).register(on: admin)
         NotificationAdminRoutes(db: pool).register(on: admin)
+        var serverAPI: ServerAPIClient?
+        var sync: AppleAccountSync?
+        if let settings = ServerAPISettings(configuration) {
+            let client = ServerAPIClient(http: http, settings: settings, verifier: signatures)
+            serverAPI = client
+            sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
+        }
+        AppleAdminRoutes(sync: sync, reader: reader).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
         workers = [
-            RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+            RetryWorker.make(service: receipts, intervalMs: tick),
+            RenewalRefresher.make(service: receipts, serverAPI: serverAPI, intervalMs: 5_000),
             RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
             NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, lease: Self.notificationLease,
                                     intervalMs: 500),

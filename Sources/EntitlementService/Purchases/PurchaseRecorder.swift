@@ -20,9 +20,6 @@ struct RecordedPurchases: Sendable {
     var transferredFrom: [String]
     /// How many transactions were seen for the first time.
     var newTransactions: Int
-    /// Auto-renewable subscriptions recorded without Apple's renewal info (signed transactions carry none): the
-    /// App Store Server API's status fetch is scheduled for these once that client exists.
-    var withoutRenewalInfo: [String] = []
 }
 
 /// Applies one verified App Store answer to the store in ONE database transaction: every transaction of
@@ -96,7 +93,7 @@ struct PurchaseRecorder {
         let inserted = try await transactionStore.record(transactions, environment: environment,
                                                          firstVerificationID: context.claim?.verificationID, on: connection)
         let (transfers, claimed) = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
-        let states = Self.subscriptionStates(transactions, renewals: renewals, now: Date())
+        let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
         try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
         try await ledger.credit(credits, on: connection)
         try await ledger.debitRefunds(credits.map(\.transactionID), on: connection)
@@ -105,8 +102,7 @@ struct PurchaseRecorder {
         for id in claimed {
             try await applyParked(of: id, catalog: catalog, on: connection)
         }
-        return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted,
-                                 withoutRenewalInfo: states.filter { $0.renewal == nil }.map(\.originalTransactionID).sorted())
+        return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
     }
 
     /// Decides and applies the owner of every purchase in the receipt; returns the previous owners of moved ones
@@ -168,12 +164,15 @@ struct PurchaseRecorder {
     }
 
     /// Each auto-renewable subscription's view in this receipt: its latest transaction (by expiry, then
-    /// purchase), Apple's renewal info, and when the refresher should look next.
-    static func subscriptionStates(_ transactions: [StoreTransaction], renewals: [String: RenewalInfo], now: Date) -> [SubscriptionState] {
+    /// purchase), Apple's renewal info, and when the refresher should look next. Renewal state is not part of a
+    /// signed transaction: a subscription stated without renewal info and without a receipt is due at once, so the
+    /// renewal refresher asks Apple for its status (Get All Subscription Statuses, with an App Store Server API key).
+    static func subscriptionStates(_ transactions: [StoreTransaction], renewals: [String: RenewalInfo], fromReceipt: Bool,
+                                   now: Date) -> [SubscriptionState] {
         Dictionary(grouping: transactions.filter { $0.expiresDate != nil }, by: \.originalTransactionID).compactMap { id, chain in
             guard let latest = chain.max(by: { ($0.expiresDate!, $0.purchaseDate) < ($1.expiresDate!, $1.purchaseDate) }) else { return nil }
             let renewal = renewals[id]
-            let next = RefreshSchedule.next(
+            let next = renewal == nil && !fromReceipt ? now : RefreshSchedule.next(
                 expiresAt: latest.expiresDate, willRenew: renewal?.willRenew ?? false,
                 inBillingRetry: renewal?.isInBillingRetryPeriod ?? false,
                 gracePeriodExpiresAt: renewal?.gracePeriodExpiresDate, now: now)

@@ -87,8 +87,7 @@ struct StoreKitRoutes {
                                extra: ["original_transaction_id": .string(conflict.originalTransactionID)])
         }
         Log.info("signed_transactions_recorded", ["request_id": request.requestID, "user_id": userID, "environment": environment.rawValue,
-                                                  "transactions": transactions.count, "new_transactions": recorded.newTransactions,
-                                                  "without_renewal_info": recorded.withoutRenewalInfo.count])
+                                                  "transactions": transactions.count, "new_transactions": recorded.newTransactions])
         let document = try await reader.document(userID: userID, at: Date())
         let ids = verified.map(\.payload.transaction.transactionID)
         return .json(RecordedTransactionsBody(document: document, transactionIDs: body.signedTransactions == nil ? nil : ids,

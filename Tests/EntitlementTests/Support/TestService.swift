@@ -33,9 +33,9 @@ final class TestService {
 
     /// Starts the fake (answering as `fake` says, its shared secret also given to the service, its StoreKit
     /// signing root trusted by the service), creates the database `<prefix>_<random>` and the catalog file;
-    /// `environment` overrides the defaults.
+    /// `environment` overrides the defaults. With `serverAPI` the service gets the fake's Server API key too.
     static func prepare(_ prefix: String, catalog: String, bundleID: String, fake configuration: FakeAppStoreConfiguration,
-                        environment overrides: [String: String]) async throws -> TestService {
+                        serverAPI: Bool = false, environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
         let fakePort = try fake.start(port: 0)
         let name = prefix + "_" + randomToken()
@@ -55,6 +55,15 @@ final class TestService {
             "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
         ]
         environment["APPLE_SHARED_SECRET"] = configuration.sharedSecret
+        if serverAPI {
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).p8")
+            try Data((fake.serverAPIKey.pemRepresentation + "\n").utf8).write(to: keyFile)
+            environment.merge([
+                "APPLE_ISSUER_ID": configuration.apiIssuerID, "APPLE_KEY_ID": configuration.apiKeyID, "APPLE_PRIVATE_KEY_FILE": keyFile.path,
+                "APPLE_API_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)",
+                "APPLE_API_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox",
+            ]) { _, new in new }
+        }
         environment.merge(overrides) { _, new in new }
         return TestService(fake: fake, fakePort: fakePort, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile,
                            fakeRootFile: fakeRootFile)
@@ -67,11 +76,10 @@ final class TestService {
         return (application, try application.start())
     }
 
-    /// One request to the fake's control API (`/control/...`); its status and JSON body.
-    nonisolated func control(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> (status: Int, body: JSONValue?) {
-        let text = RawHTTPClient.request(method, path, headers: json == nil ? [] : [("Content-Type", "application/json")], body: json?.jsonText)
-        let response = try await RawHTTPClient.exchange(port: fakePort, text, timeout: 60)
-        return (response.status, try? JSONDecoder().decode(JSONValue.self, from: Data(response.body)))
+    /// One request to the fake App Store's control API (or its Server API) over loopback.
+    nonisolated func fakeCall(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> RawHTTPClient.Response {
+        let text = RawHTTPClient.request(method, path, headers: [("Content-Type", "application/json")], body: json?.jsonText ?? (method == "GET" ? nil : ""))
+        return try await RawHTTPClient.exchange(port: fakePort, text, timeout: 60)
     }
 
     func tearDown() async {

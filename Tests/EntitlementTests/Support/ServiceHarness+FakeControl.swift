@@ -1,0 +1,25 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+@testable import ServiceRuntime
+
+extension ServiceHarness {
+    /// One request to the fake App Store's control API (or its Server API) over loopback.
+    func fakeCall(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> RawHTTPClient.Response {
+        try await testService.fakeCall(method, path, json)
+    }
+
+    /// Buys at the fake (`POST /control/storekit/purchases`); returns its answer.
+    func fakeBuy(_ body: JSONValue) async throws -> [String: Any] {
+        let response = try await fakeCall("POST", "/control/storekit/purchases", body)
+        guard response.status == 201 else { throw RawHTTPClient.Failure.malformed("purchase answered \(response.status): \(response.text)") }
+        return try response.json()
+    }
+
+    /// A lifecycle change at the fake (`POST /control/storekit/purchases/{original}/{action}`).
+    func fakeChange(_ original: String, _ action: String, _ body: JSONValue = [:]) async throws {
+        let response = try await fakeCall("POST", "/control/storekit/purchases/\(original)/\(action)", body)
+        guard response.status == 200 else { throw RawHTTPClient.Failure.malformed("\(action) answered \(response.status): \(response.text)") }
+    }
+}
