@@ -54,8 +54,7 @@ final class Application {
 
         // `/v1` wants an app or admin key, its answers are never cached by clients, and its changes are visible
         // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
-        // notifications (under `/v1`, outside that group: a group of their own with the barrier) and the system
-        // routes want none.
+        // notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let reader = EntitlementReader(db: pool, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
@@ -69,7 +68,7 @@ final class Application {
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
                            catalog: catalog, lease: Self.notificationLease)
-            .register(on: router.group("/v1/notifications", ChangeBarrier(cache: cache)))
+            .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog).register(on: admin)
         NotificationAdminRoutes(db: pool).register(on: admin)

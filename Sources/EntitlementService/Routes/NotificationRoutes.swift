@@ -28,11 +28,10 @@ struct NotificationRoutes {
     let lease: Duration
     let store = NotificationStore()
 
-    /// Registers `POST /app-store` on `notifications`, the `/v1/notifications` group: no key (Apple presents
-    /// none; the notification proves itself), and the change barrier, so its effect shows on this instance once
-    /// answered.
-    func register(on notifications: RouterGroup) {
-        notifications.post("/app-store") { request, _ in try await receive(request) }
+    /// Registers the route on `apple`: the `/v1` group of Apple's calls (no bearer key: the notification proves
+    /// itself; its changes visible on this instance once answered, as for every write).
+    func register(on apple: RouterGroup) {
+        apple.post("/notifications/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
