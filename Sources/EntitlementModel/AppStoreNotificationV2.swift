@@ -9,6 +9,10 @@ public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
     public var subtype: String?
     /// Apple's id of the notification; a retried notification keeps it.
     public var notificationUUID: String?
+    /// `signedDate`: when the App Store signed the notification. Notifications of one purchase apply in this order.
+    public var signedDate: Date?
+    /// True when the payload carries a `summary` (RENEWAL_EXTENSION/SUMMARY) instead of `data`.
+    public var isSummary = false
     /// `data.bundleId` (`summary.bundleId` for summary notifications): the app the notification is for.
     public var bundleID: String?
     /// `data.environment` or `summary.environment` (`nil` for Apple's `Xcode` and `LocalTesting`).
@@ -19,7 +23,7 @@ public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
     public var signedRenewalInfo: String?
 
     private enum CodingKeys: String, CodingKey {
-        case notificationType, subtype, notificationUUID, data, summary
+        case notificationType, subtype, notificationUUID, signedDate, data, summary
     }
 
     private enum DataKeys: String, CodingKey {
@@ -32,8 +36,10 @@ public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
         notificationType = try container.appleRequiredString(.notificationType)
         subtype = try container.appleString(.subtype)
         notificationUUID = try container.appleString(.notificationUUID)
+        signedDate = try container.appleMilliseconds(.signedDate)
         // Summary notifications (RENEWAL_EXTENSION/SUMMARY) carry `summary`, with no transaction, instead of `data`.
         guard let part = try [CodingKeys.data, .summary].first(where: { try container.contains($0) && !container.decodeNil(forKey: $0) }) else { return }
+        isSummary = part == .summary
         let data = try container.nestedContainer(keyedBy: DataKeys.self, forKey: part)
         bundleID = try data.appleString(.bundleId)
         environment = try data.appleEnvironment(.environment)

@@ -9,7 +9,7 @@ public struct AppStoreRenewalInfoV2: AppStoreDecodable, Sendable, Hashable {
 
     private enum CodingKeys: String, CodingKey {
         case originalTransactionId, productId, autoRenewProductId, autoRenewStatus, expirationIntent
-        case isInBillingRetryPeriod, gracePeriodExpiresDate, priceIncreaseStatus, environment
+        case isInBillingRetryPeriod, gracePeriodExpiresDate, priceIncreaseStatus, environment, signedDate
     }
 
     /// Decodes the payload leniently; prefer `init(jsonData:)`, whose errors name the offending field.
@@ -24,7 +24,8 @@ public struct AppStoreRenewalInfoV2: AppStoreDecodable, Sendable, Hashable {
             isInBillingRetryPeriod: try payload.appleBool(.isInBillingRetryPeriod) ?? false,
             gracePeriodExpiresDate: try payload.appleMilliseconds(.gracePeriodExpiresDate),
             // Apple's `priceIncreaseStatus` 1 (consented) means what `price_consent_status` 1 meant.
-            priceConsentStatus: try payload.appleInt(.priceIncreaseStatus)
+            priceConsentStatus: try payload.appleInt(.priceIncreaseStatus),
+            signedDate: try payload.appleMilliseconds(.signedDate)
         )
         environment = try payload.appleEnvironment(.environment)
     }

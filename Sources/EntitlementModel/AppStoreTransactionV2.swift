@@ -16,7 +16,7 @@ public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
         case transactionId, originalTransactionId, productId, purchaseDate, originalPurchaseDate, expiresDate
         case revocationDate, revocationReason, isUpgraded, offerType, offerIdentifier, offerDiscountType
         case inAppOwnershipType, quantity, webOrderLineItemId, subscriptionGroupIdentifier, appAccountToken
-        case bundleId, environment, type
+        case bundleId, environment, type, signedDate
     }
 
     /// Apple's `offerType` for an introductory offer; 2 is a promotional offer (named by `offerIdentifier`).
@@ -49,7 +49,8 @@ public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
             webOrderLineItemID: try payload.appleString(.webOrderLineItemId),
             subscriptionGroupIdentifier: try payload.appleString(.subscriptionGroupIdentifier),
             appAccountToken: try payload.appleString(.appAccountToken),
-            promotionalOfferID: offerType == Self.promotionalOffer ? try payload.appleString(.offerIdentifier) : nil
+            promotionalOfferID: offerType == Self.promotionalOffer ? try payload.appleString(.offerIdentifier) : nil,
+            signedDate: try payload.appleMilliseconds(.signedDate)
         )
         bundleID = try payload.appleString(.bundleId)
         environment = try payload.appleEnvironment(.environment)

@@ -44,6 +44,11 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
     /// The `app_account_token` the app attached at purchase (a UUID string), if any.
     public var appAccountToken: String?
     public var promotionalOfferID: String?
+    /// When the App Store signed this statement of the transaction (a signed transaction's `signedDate`, or the
+    /// notification's that carried it); nil for receipts, which state no date of their own. A signed statement
+    /// is Apple's whole view of the transaction at that instant: a newer one may clear a refund (a reversal),
+    /// an older one changes nothing.
+    public var signedDate: Date?
 
     public init(
         transactionID: String, originalTransactionID: String, productID: String, purchaseDate: Date,
@@ -51,7 +56,7 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
         cancellationReason: String? = nil, isUpgraded: Bool = false, isTrialPeriod: Bool = false,
         isInIntroOfferPeriod: Bool = false, ownership: Ownership = .purchased, quantity: Int = 1,
         webOrderLineItemID: String? = nil, subscriptionGroupIdentifier: String? = nil,
-        appAccountToken: String? = nil, promotionalOfferID: String? = nil
+        appAccountToken: String? = nil, promotionalOfferID: String? = nil, signedDate: Date? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -70,6 +75,7 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
         self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
         self.appAccountToken = appAccountToken
         self.promotionalOfferID = promotionalOfferID
+        self.signedDate = signedDate
     }
 }
 
@@ -84,11 +90,14 @@ public struct RenewalInfo: Codable, Sendable, Hashable {
     public var isInBillingRetryPeriod: Bool
     public var gracePeriodExpiresDate: Date?
     public var priceConsentStatus: Int?
+    /// The `signedDate` of the payload this state came in (a notification, or signed renewal info on its own);
+    /// nil for receipts and renewal refreshes, which count as now. Older state never overwrites newer.
+    public var signedDate: Date?
 
     public init(
         originalTransactionID: String, productID: String, autoRenewProductID: String? = nil,
         willRenew: Bool, expirationIntent: Int? = nil, isInBillingRetryPeriod: Bool = false,
-        gracePeriodExpiresDate: Date? = nil, priceConsentStatus: Int? = nil
+        gracePeriodExpiresDate: Date? = nil, priceConsentStatus: Int? = nil, signedDate: Date? = nil
     ) {
         self.originalTransactionID = originalTransactionID
         self.productID = productID
@@ -98,5 +107,6 @@ public struct RenewalInfo: Codable, Sendable, Hashable {
         self.isInBillingRetryPeriod = isInBillingRetryPeriod
         self.gracePeriodExpiresDate = gracePeriodExpiresDate
         self.priceConsentStatus = priceConsentStatus
+        self.signedDate = signedDate
     }
 }

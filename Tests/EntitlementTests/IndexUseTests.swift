@@ -44,11 +44,14 @@ struct IndexUseTests {
         }
     }
 
-    /// 20 000 orders, and 20 000 submissions of which half are still in flight, analysed.
+    /// 20 000 orders, 20 000 users' app account tokens, and 20 000 submissions of which half are still in
+    /// flight, analysed.
     private func populate(_ stack: PurchaseStack) async throws {
         _ = try await stack.sql("""
             INSERT INTO orders (user_id, product_id) SELECT 'user-' || n, 'com.example.lifetime' FROM generate_series(1, 20000) AS n
             """)
+        _ = try await stack.sql("INSERT INTO app_account_tokens (user_id) SELECT 'user-' || n FROM generate_series(1, 20000) AS n")
+        _ = try await stack.sql("ANALYZE app_account_tokens")
         _ = try await stack.sql("""
             INSERT INTO receipt_submissions (user_id, receipt_data, receipt_sha256, status)
             SELECT 'user-' || n, 'receipt-' || n, sha256(('receipt-' || n)::bytea), CASE WHEN n % 2 = 0 THEN 'verified' ELSE 'pending' END
@@ -65,8 +68,10 @@ struct IndexUseTests {
             let explaining = Explaining(stack.pool)
             let orders = OrderStore()
 
-            _ = try await orders.buyers(of: tokens, on: explaining)
+            _ = try await AppAccountTokenStore().users(of: Set(tokens), on: explaining)
             #expect(explaining.indexScans().contains { $0.hasSuffix(" on orders_app_account_token_key") }, "\(explaining.plans.last.map(\.jsonText) ?? "")")
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on app_account_tokens_app_account_token_key") },
+                    "\(explaining.plans.last.map(\.jsonText) ?? "")")
             try await orders.fulfil(token: tokens[0], transactionID: "1000000001", on: explaining)
             #expect(explaining.indexScans().contains { $0.hasSuffix(" on orders_app_account_token_key") }, "\(explaining.plans.last.map(\.jsonText) ?? "")")
 

@@ -171,7 +171,8 @@ import X509
 
         let renewal = try await verifier.verifyRenewalInfo(try Self.text("jws_renewalinfo_autorenew_off_voluntary_sandbox_gopay.jws")).payload.renewal
         #expect(renewal == RenewalInfo(originalTransactionID: "2000000184445477", productID: "Com.VoiceRecording.Telephone.103",
-                                       autoRenewProductID: "Com.VoiceRecording.Telephone.103", willRenew: false, expirationIntent: 1))
+                                       autoRenewProductID: "Com.VoiceRecording.Telephone.103", willRenew: false, expirationIntent: 1,
+                                       signedDate: renewal.signedDate))
     }
 
     @Test func xcodePayloadsDecodeWithTheirOddities() async throws {
@@ -200,7 +201,8 @@ import X509
                 purchaseDate: Date(timeIntervalSince1970: 1_698_148_900), originalPurchaseDate: Date(timeIntervalSince1970: 1_698_148_800),
                 expiresDate: Date(timeIntervalSince1970: 1_698_149_000), cancellationDate: Date(timeIntervalSince1970: 1_698_148_950),
                 cancellationReason: "1", isUpgraded: true, isInIntroOfferPeriod: true, webOrderLineItemID: "34343",
-                subscriptionGroupIdentifier: "55555", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138"), "\(name)")
+                subscriptionGroupIdentifier: "55555", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
+                signedDate: Date(timeIntervalSince1970: 1_698_148_900)), "\(name)")
             #expect(signed.bundleID == "com.example")
             #expect(signed.environment == nil, "LocalTesting is neither production nor sandbox")
         }
@@ -211,7 +213,8 @@ import X509
         #expect(renewal == RenewalInfo(
             originalTransactionID: "12345", productID: "com.example.product", autoRenewProductID: "com.example.product.2",
             willRenew: true, expirationIntent: 1, isInBillingRetryPeriod: true,
-            gracePeriodExpiresDate: Date(timeIntervalSince1970: 1_698_148_900), priceConsentStatus: 0))
+            gracePeriodExpiresDate: Date(timeIntervalSince1970: 1_698_148_900), priceConsentStatus: 0,
+            signedDate: Date(timeIntervalSince1970: 1_698_148_800)))
     }
 
     @Test func notificationsDecodeTheirTypeAndData() throws {

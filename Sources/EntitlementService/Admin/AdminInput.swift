@@ -29,6 +29,19 @@ enum AdminInput {
         return date
     }
 
+    /// The optional `limit` (1–500, default 50) and `cursor` (a `next_cursor` this service answered) of a
+    /// paged admin list: the audit log, the notifications.
+    static func page(_ request: HTTPRequest) throws -> (limit: Int, cursor: AuditCursor?) {
+        let limit = try InputRules.queryInt(request, "limit", in: 1...500, default: 50)
+        let cursor = try request.query["cursor"].map { text in
+            guard let cursor = AuditCursor(text: text) else {
+                throw ProblemError.badRequest("'cursor' must be a next_cursor this service answered.", field: "cursor")
+            }
+            return cursor
+        }
+        return (limit, cursor)
+    }
+
     /// The purchase report's window `[from, to)` from the optional query parameters `from` and `to`: `to`
     /// defaults to `now` (floored to a whole second, as the report writes it), `from` to 30 days before `to`.
     static func reportWindow(_ request: HTTPRequest, now: Date) throws -> (from: Date, to: Date) {

@@ -20,6 +20,9 @@ final class Application {
     private var signals: [SignalWatcher] = []
     private let lagMonitor = LoopLagMonitor()
     private var stopping = false
+    /// How long a stored notification is left to the request applying it (and a claimed one to the worker)
+    /// before the worker takes it (again).
+    static let notificationLease = Duration.seconds(10)
 
     /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
     init(configuration: Configuration, migrationsDirectory: URL) async throws {
@@ -53,32 +56,41 @@ final class Application {
         // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
         // notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
+        let reader = EntitlementReader(db: pool, catalog: catalog)
+        let signatures = SignedDataVerifier(configuration)
         let router = Router()
         let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
                               ChangeBarrier(cache: cache))
         SystemRoutes(db: pool).register(on: router)
         ConsoleRoutes().register(on: router)
-        PurchaseRoutes(db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
-                       ledger: LedgerStore(), orders: OrderStore(), catalog: catalog, cache: cache).register(on: v1)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
-                           db: pool, recorder: receipts.recorder, catalog: catalog)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: LedgerStore(), orders: OrderStore(), catalog: catalog,
+                       cache: cache).register(on: v1)
+        StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
+                           catalog: catalog, lease: Self.notificationLease)
             .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog).register(on: admin)
+        NotificationAdminRoutes(db: pool).register(on: admin)
         var serverAPI: ServerAPIClient?
         var sync: AppleAccountSync?
         if let settings = ServerAPISettings(configuration) {
-            let client = ServerAPIClient(http: http, settings: settings, verifier: SignedDataVerifier(configuration))
+            let client = ServerAPIClient(http: http, settings: settings, verifier: signatures)
             serverAPI = client
             sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
         }
-        AppleAdminRoutes(sync: sync, reader: EntitlementReader(db: pool, catalog: catalog)).register(on: admin)
+        AppleAdminRoutes(sync: sync, reader: reader).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, serverAPI: serverAPI, intervalMs: 5_000),
-                   RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000)]
+        workers = [
+            RetryWorker.make(service: receipts, intervalMs: tick),
+            RenewalRefresher.make(service: receipts, serverAPI: serverAPI, intervalMs: 5_000),
+            RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
+            NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, lease: Self.notificationLease,
+                                    intervalMs: 500),
+        ]
         registerMetrics()
     }
 

@@ -29,7 +29,9 @@ struct RecordedPurchases: Sendable {
 ///
 /// Every "once" rests on a unique key of the schema, so concurrent recordings of the same receipt cannot
 /// count anything twice; a conflict under `keep` rolls everything back. The decisions are made here; the
-/// stores run the statements.
+/// stores run the statements. Each recording first locks its purchases (`OwnerStore.lockPurchases`), as every
+/// application of a notification does, so that a purchase that gets its first owner here has its parked
+/// notifications applied in the same transaction and none is parked meanwhile.
 @Loop
 struct PurchaseRecorder {
     let db: PostgresPool
@@ -40,6 +42,8 @@ struct PurchaseRecorder {
     let subscriptions = SubscriptionStore()
     let ledger = LedgerStore()
     let orders = OrderStore()
+    let tokens = AppAccountTokenStore()
+    let notifications = NotificationStore()
 
     /// Who posted, and under which submission (nil for Apple's reports).
     struct Context: Sendable {
@@ -60,48 +64,67 @@ struct PurchaseRecorder {
                          appleStatus: response.status, environment: environment, catalog: catalog, context: context)
     }
 
-    /// Records what Apple said about some purchases, from a verifyReceipt answer or a notification.
+    /// Records what Apple said about some purchases, from a verifyReceipt answer, signed transactions or a renewal
+    /// refresh, in one database transaction.
     /// - Throws: `OwnershipConflict` under `keep`; `ClaimSuperseded` when the context's lease no longer holds.
-    func record(transactions: [StoreTransaction], renewals renewalList: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
+    func record(transactions: [StoreTransaction], renewals: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
                 environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
-        let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
-        let credits = Self.consumableCredits(transactions, catalog: catalog)
-        return try await db.transaction { connection in
+        try await db.transaction { connection in
             if let claim = context.claim, try await !submissions.lockForRecording(claim, on: connection) {
                 throw ClaimSuperseded(verificationID: claim.verificationID)
             }
-            let inserted = try await transactionStore.record(transactions, environment: environment,
-                                                             firstVerificationID: context.claim?.verificationID, on: connection)
-            let transfers = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
-            try await subscriptions.record(Self.subscriptionStates(transactions, renewals: renewals, now: Date()),
-                                           latestReceipt: latestReceipt, environment: environment, on: connection)
-            try await ledger.credit(credits, on: connection)
-            try await ledger.debitRefunds(credits.map(\.transactionID), on: connection)
-            try await fulfilOrders(transactions, context: context, on: connection)
+            try await owners.lockPurchases(transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID), on: connection)
+            let recorded = try await record(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
+                                            environment: environment, catalog: catalog, context: context, on: connection)
             if let claim = context.claim {
                 try await submissions.markVerified(claim, appleStatus: appleStatus, environment: environment, on: connection)
             }
-            return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
+            return recorded
         }
     }
 
-    /// Decides and applies the owner of every purchase in the receipt; returns the previous owners of moved ones.
+    /// The steps of a recording, in the caller's transaction, which holds the locks of these purchases. Purchases
+    /// that get their first owner here have their parked notifications applied too, oldest signed first.
+    func record(transactions: [StoreTransaction], renewals renewalList: [RenewalInfo], latestReceipt: String?,
+                environment: StoreEnvironment, catalog: Catalog, context: Context,
+                on connection: PostgresConnection) async throws -> RecordedPurchases {
+        let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
+        let credits = Self.consumableCredits(transactions, catalog: catalog)
+        let inserted = try await transactionStore.record(transactions, environment: environment,
+                                                         firstVerificationID: context.claim?.verificationID, on: connection)
+        let (transfers, claimed) = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
+        let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
+        try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
+        try await ledger.credit(credits, on: connection)
+        try await ledger.debitRefunds(credits.map(\.transactionID), on: connection)
+        try await ledger.creditReversals(credits.map(\.transactionID), on: connection)
+        try await fulfilOrders(transactions, context: context, on: connection)
+        for id in claimed {
+            try await applyParked(of: id, catalog: catalog, on: connection)
+        }
+        return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
+    }
+
+    /// Decides and applies the owner of every purchase in the receipt; returns the previous owners of moved ones
+    /// and the purchases that got their first owner.
+    ///
+    /// A purchase carrying an `app_account_token` this service issued (a user's, or an order's) belongs to that
+    /// token's user, whoever posts it.
     private func applyOwnership(_ transactions: [StoreTransaction], catalog: Catalog, context: Context,
-                                on connection: PostgresConnection) async throws -> [String] {
-        let tokens = Set(transactions.compactMap(\.orderToken))
-        let buyers = tokens.isEmpty ? [:] : try await orders.buyers(of: Array(tokens), on: connection)
+                                on connection: PostgresConnection) async throws -> (transferredFrom: [String], claimed: [String]) {
+        let buyers = try await tokens.users(of: Set(transactions.compactMap(\.accountToken)), on: connection)
         var purchases: [String: (orderUser: String?, consumable: Bool)] = [:]
         for transaction in transactions {
-            let orderUser = transaction.orderToken.flatMap { buyers[$0] }
+            let orderUser = transaction.accountToken.flatMap { buyers[$0] }
             let consumable = catalog.product(transaction.productID)?.type == .consumable
             let known = purchases[transaction.originalTransactionID]
             purchases[transaction.originalTransactionID] = (known?.orderUser ?? orderUser, consumable)
         }
-        guard !purchases.isEmpty else { return [] }
+        guard !purchases.isEmpty else { return ([], []) }
 
         // Claim what nobody owns yet; the unique key settles concurrent claims.
-        try await owners.claimUnowned(purchases.mapValues { $0.orderUser ?? context.poster }, on: connection)
-        guard context.movesOwnership else { return [] }
+        let claimed = try await owners.claimUnowned(purchases.mapValues { $0.orderUser ?? context.poster }, on: connection)
+        guard context.movesOwnership else { return ([], claimed) }
         let current = try await owners.owners(of: purchases.keys.sorted(), locking: true, on: connection)
 
         var transferredFrom: [String] = []
@@ -122,13 +145,13 @@ struct PurchaseRecorder {
                 transferredFrom.append(from)
             }
         }
-        return Array(Set(transferredFrom)).sorted()
+        return (Array(Set(transferredFrom)).sorted(), claimed)
     }
 
     /// Marks orders fulfilled: by the `app_account_token` their purchase carries, or by the `order_id` the
     /// client posted with the receipt (the newest matching transaction not bound to another order).
     private func fulfilOrders(_ transactions: [StoreTransaction], context: Context, on connection: PostgresConnection) async throws {
-        let byToken = Dictionary(grouping: transactions.filter { $0.orderToken != nil }) { $0.orderToken! }
+        let byToken = Dictionary(grouping: transactions.filter { $0.accountToken != nil }) { $0.accountToken! }
         for (token, bound) in byToken.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
             guard let first = bound.min(by: { $0.purchaseDate < $1.purchaseDate }) else { continue }
             try await orders.fulfil(token: token, transactionID: first.transactionID, on: connection)
@@ -141,12 +164,15 @@ struct PurchaseRecorder {
     }
 
     /// Each auto-renewable subscription's view in this receipt: its latest transaction (by expiry, then
-    /// purchase), Apple's renewal info, and when the refresher should look next.
-    static func subscriptionStates(_ transactions: [StoreTransaction], renewals: [String: RenewalInfo], now: Date) -> [SubscriptionState] {
+    /// purchase), Apple's renewal info, and when the refresher should look next. Renewal state is not part of a
+    /// signed transaction: a subscription stated without renewal info and without a receipt is due at once, so the
+    /// renewal refresher asks Apple for its status (Get All Subscription Statuses, with an App Store Server API key).
+    static func subscriptionStates(_ transactions: [StoreTransaction], renewals: [String: RenewalInfo], fromReceipt: Bool,
+                                   now: Date) -> [SubscriptionState] {
         Dictionary(grouping: transactions.filter { $0.expiresDate != nil }, by: \.originalTransactionID).compactMap { id, chain in
             guard let latest = chain.max(by: { ($0.expiresDate!, $0.purchaseDate) < ($1.expiresDate!, $1.purchaseDate) }) else { return nil }
             let renewal = renewals[id]
-            let next = RefreshSchedule.next(
+            let next = renewal == nil && !fromReceipt ? now : RefreshSchedule.next(
                 expiresAt: latest.expiresDate, willRenew: renewal?.willRenew ?? false,
                 inBillingRetry: renewal?.isInBillingRetryPeriod ?? false,
                 gracePeriodExpiresAt: renewal?.gracePeriodExpiresDate, now: now)
@@ -167,6 +193,7 @@ struct PurchaseRecorder {
 }
 
 extension StoreTransaction {
-    /// The `app_account_token` as the UUID an order's token is; nil when absent or not a UUID (no order has it).
-    var orderToken: UUID? { appAccountToken.flatMap(UUID.init(uuidString:)) }
+    /// The `app_account_token` as a UUID (compared case-insensitively); nil when absent or not a UUID, which no
+    /// token this service issues (a user's or an order's) is.
+    var accountToken: UUID? { appAccountToken.flatMap(UUID.init(uuidString:)) }
 }

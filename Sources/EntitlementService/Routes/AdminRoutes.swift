@@ -89,13 +89,7 @@ struct AdminRoutes {
     }
 
     private func listAudit(_ request: HTTPRequest, _ audit: any AuditReading) async throws -> HTTPResponse {
-        let limit = try InputRules.queryInt(request, "limit", in: 1...500, default: 50)
-        let cursor = try request.query["cursor"].map { text in
-            guard let cursor = AuditCursor(text: text) else {
-                throw ProblemError.badRequest("'cursor' must be a next_cursor this service answered.", field: "cursor")
-            }
-            return cursor
-        }
+        let (limit, cursor) = try AdminInput.page(request)
         let userID = try request.query["user_id"].map { try InputRules.userID($0) }
         let action = try request.query["action"].map { try AdminInput.action($0) }
         return .json(try await audit.page(AuditQuery(limit: limit, cursor: cursor, userID: userID, action: action), on: db))

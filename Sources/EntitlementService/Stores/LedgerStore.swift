@@ -15,9 +15,10 @@ struct ConsumableCredit: Sendable {
 }
 
 /// The `consumable_ledger` and `consumable_balances` tables: a credit once per transaction, a refund debit once
-/// per transaction, a consume once per idempotency key, each entry's balance row updated in the same
-/// transaction, and never below zero by a consume (a refund debit may take it there). The stored transaction
-/// decides a credit or a refund (it keeps a refund once any receipt showed one), not the receipt at hand.
+/// per transaction, the reversal of that debit once per transaction, a consume once per idempotency key, each
+/// entry's balance row updated in the same transaction, and never below zero by a consume (a refund debit may
+/// take it there). The stored transaction decides a credit, a refund or a reversal (see `TransactionStore`), not
+/// the receipt at hand.
 @Loop
 struct LedgerStore {
     /// Credits each purchase not refunded to its owner, once per transaction (balance rows in key order).
@@ -40,20 +41,33 @@ struct LedgerStore {
 
     /// Debits, once per transaction, the credit of each of `transactionIDs` whose stored transaction is refunded.
     func debitRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
+        try await counter(of: "credit", as: "refund", whenRefunded: true, transactionIDs, on: db)
+    }
+
+    /// Credits back, once per transaction, the refund debit of each of `transactionIDs` whose stored transaction
+    /// is no longer refunded (Apple reversed the refund).
+    func creditReversals(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
+        try await counter(of: "refund", as: "refund_reversal", whenRefunded: false, transactionIDs, on: db)
+    }
+
+    /// Adds, once per transaction, an entry of `kind` undoing the `counteredKind` entry of each of `transactionIDs`
+    /// whose stored transaction is refunded (`whenRefunded`) or not, and moves the balance with it.
+    private func counter(of counteredKind: String, as kind: String, whenRefunded: Bool, _ transactionIDs: [String],
+                         on db: some PostgresQueryable) async throws {
         guard !transactionIDs.isEmpty else { return }
         _ = try await db.query("""
             WITH entry AS (
                     INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
-                    SELECT l.user_id, l.currency, -l.amount, 'refund', l.transaction_id
+                    SELECT l.user_id, l.currency, -l.amount, $3, l.transaction_id
                       FROM consumable_ledger l
-                      JOIN app_store_transactions t ON t.transaction_id = l.transaction_id AND t.cancellation_date IS NOT NULL
-                     WHERE l.transaction_id = ANY($1) AND l.kind = 'credit'
+                      JOIN app_store_transactions t ON t.transaction_id = l.transaction_id AND (t.cancellation_date IS NOT NULL) = $4
+                     WHERE l.transaction_id = ANY($1) AND l.kind = $2
                     ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
                     RETURNING user_id, currency, amount),
                  total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency)
             UPDATE consumable_balances b SET balance = b.balance + total.amount
               FROM total WHERE b.user_id = total.user_id AND b.currency = total.currency
-            """, [transactionIDs])
+            """, [transactionIDs, counteredKind, kind, whenRefunded])
     }
 
     /// Spends `amount` of `currency` in a transaction of its own; the same key again spends nothing and answers

@@ -17,15 +17,6 @@ struct OrderStore {
         try await db.query("SELECT \(Self.columns) FROM orders WHERE order_id = $1", [orderID]).rows.first.map(Self.order)
     }
 
-    /// The buyer of each order among `tokens` (app account tokens) that has one.
-    func buyers(of tokens: [UUID], on db: some PostgresQueryable) async throws -> [UUID: String] {
-        var buyers: [UUID: String] = [:]
-        for row in try await db.query("SELECT app_account_token, user_id FROM orders WHERE app_account_token = ANY($1)", [tokens]).rows {
-            buyers[try row.uuid("app_account_token")] = try row.string("user_id")
-        }
-        return buyers
-    }
-
     /// Fulfils the open order whose purchase carried `token` with `transactionID`, unless an order already has it.
     func fulfil(token: UUID, transactionID: String, on db: some PostgresQueryable) async throws {
         _ = try await db.query("""

@@ -5,15 +5,27 @@ import ServiceRuntime
 /// deadlock on them.
 @Loop
 struct OwnerStore {
+    /// Locks the purchases `originalTransactionIDs` (in one order: two callers locking several cannot deadlock)
+    /// until the caller's transaction ends. Everything that decides or uses a purchase's owner takes it first:
+    /// recordings (which may claim it and then apply its parked notifications) and notification applications
+    /// (which may park one), so a notification is never parked while its owner is being recorded.
+    func lockPurchases(_ originalTransactionIDs: [String], on db: some PostgresQueryable) async throws {
+        let ids = Set(originalTransactionIDs).sorted()
+        guard !ids.isEmpty else { return }
+        _ = try await db.query("SELECT lock_purchases($1)", [ids])
+    }
+
     /// Records owners for purchases nobody owns yet (`owners` maps original transaction ids to users); the
-    /// unique key settles concurrent claims, and purchases already owned keep their owner.
-    func claimUnowned(_ owners: [String: String], on db: some PostgresQueryable) async throws {
+    /// unique key settles concurrent claims, and purchases already owned keep their owner. Returns the purchases
+    /// this call claimed, in id order.
+    func claimUnowned(_ owners: [String: String], on db: some PostgresQueryable) async throws -> [String] {
         let claims = owners.sorted { $0.key < $1.key }
-        _ = try await db.query("""
+        return try await db.query("""
             INSERT INTO purchase_owners (original_transaction_id, user_id)
             SELECT * FROM unnest($1, $2)
             ON CONFLICT (original_transaction_id) DO NOTHING
-            """, [claims.map(\.key), claims.map(\.value)])
+            RETURNING original_transaction_id
+            """, [claims.map(\.key), claims.map(\.value)]).rows.map { try $0.string("original_transaction_id") }.sorted()
     }
 
     /// The owners of those of `originalTransactionIDs` that have one. With `locking`, their rows stay locked

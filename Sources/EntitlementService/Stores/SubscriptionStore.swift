@@ -29,8 +29,9 @@ struct DueRefresh: Sendable {
 @Loop
 struct SubscriptionStore {
     /// Folds `states` into the stored subscriptions: the later expiry wins, the receipt replaces the stored one
-    /// when it has one, and Apple's renewal info, where it came along, replaces what was known. Rows are written
-    /// in id order, as the owners are.
+    /// when it has one, and Apple's renewal info, where it came along, replaces what was known unless that is
+    /// newer: renewal state carries the `signedDate` of its payload (`renewal_signed_date`; receipts and refreshes
+    /// count as now). Rows are written in id order, as the owners are.
     func record(_ states: [SubscriptionState], latestReceipt: String?, environment: StoreEnvironment,
                 on db: some PostgresQueryable) async throws {
         guard !states.isEmpty else { return }
@@ -56,14 +57,16 @@ struct SubscriptionStore {
             UPDATE subscriptions s SET
                 auto_renew_product_id = x.auto_renew_product_id, will_renew = x.will_renew,
                 expiration_intent = x.expiration_intent, in_billing_retry = x.in_billing_retry,
-                grace_period_expires_date = x.grace_period_expires_date, price_consent_status = x.price_consent_status
-              FROM unnest($1, $2, $3, $4, $5, $6, $7) AS x (
+                grace_period_expires_date = x.grace_period_expires_date, price_consent_status = x.price_consent_status,
+                renewal_signed_date = COALESCE(x.signed_date, now())
+              FROM unnest($1, $2, $3, $4, $5, $6, $7, $8) AS x (
                    original_transaction_id, auto_renew_product_id, will_renew, expiration_intent, in_billing_retry,
-                   grace_period_expires_date, price_consent_status)
+                   grace_period_expires_date, price_consent_status, signed_date)
              WHERE s.original_transaction_id = x.original_transaction_id
+               AND (s.renewal_signed_date IS NULL OR COALESCE(x.signed_date, now()) >= s.renewal_signed_date)
             """, [renewed.map(\.originalTransactionID), renewed.map(\.autoRenewProductID), renewed.map(\.willRenew),
                   renewed.map(\.expirationIntent), renewed.map(\.isInBillingRetryPeriod), renewed.map(\.gracePeriodExpiresDate),
-                  renewed.map(\.priceConsentStatus)])
+                  renewed.map(\.priceConsentStatus), renewed.map(\.signedDate)])
     }
 
     /// Claims up to `limit` subscriptions whose refresh is due, skipping rows other instances hold; a claimed

@@ -15,6 +15,14 @@ struct TransactionStore {
 
     /// Inserts unseen transactions and folds later facts (refund, upgrade, expiry) into known ones; returns how
     /// many were new. `firstVerificationID` is the submission that brought a new one, when a post did.
+    ///
+    /// A signed statement (a transaction with a `signedDate`: signed transactions, notifications) is Apple's whole
+    /// view of the transaction at its signing: unless an even newer one was recorded (`signed_date`), it decides
+    /// the expiry and the refund: its `revocationDate`, or none when it was signed after the refund we knew (the
+    /// refund was reversed). A receipt states no date: it adds a refund we did not know of, unless a signed
+    /// statement made after that refund said otherwise, and extends the expiry but never shortens it (an old
+    /// receipt's copy of a transaction may predate an extension). The decision reads the stored row: the caller
+    /// holds the purchase's lock (`OwnerStore.lockPurchases`), so it cannot change meanwhile.
     func record(_ transactions: [StoreTransaction], environment: StoreEnvironment, firstVerificationID: UUID?,
                 on db: some PostgresQueryable) async throws -> Int {
         guard !transactions.isEmpty else { return 0 }
@@ -23,22 +31,38 @@ struct TransactionStore {
                 transaction_id, original_transaction_id, product_id, environment, purchase_date, original_purchase_date,
                 expires_date, cancellation_date, cancellation_reason, is_upgraded, is_trial_period,
                 is_in_intro_offer_period, ownership, quantity, web_order_line_item_id, subscription_group_identifier,
-                app_account_token, promotional_offer_id, first_verification_id)
-            SELECT x.transaction_id, x.original_transaction_id, x.product_id, $18, x.purchase_date, x.original_purchase_date,
-                   x.expires_date, x.cancellation_date, x.cancellation_reason, x.is_upgraded, x.is_trial_period,
-                   x.is_in_intro_offer_period, x.ownership, x.quantity, x.web_order_line_item_id,
-                   x.subscription_group_identifier, lower(x.app_account_token), x.promotional_offer_id, $19
-              FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) AS x (
+                app_account_token, promotional_offer_id, first_verification_id, signed_date)
+            SELECT x.transaction_id, x.original_transaction_id, x.product_id, $19, x.purchase_date, x.original_purchase_date,
+                   CASE WHEN d.newer_stored THEN e.expires_date WHEN x.signed_date IS NULL THEN GREATEST(x.expires_date, e.expires_date)
+                        ELSE COALESCE(x.expires_date, e.expires_date) END,
+                   CASE d.refund WHEN 'incoming' THEN x.cancellation_date WHEN 'stored' THEN e.cancellation_date END,
+                   CASE d.refund WHEN 'incoming' THEN x.cancellation_reason WHEN 'stored' THEN e.cancellation_reason END,
+                   x.is_upgraded, x.is_trial_period, x.is_in_intro_offer_period, x.ownership, x.quantity, x.web_order_line_item_id,
+                   x.subscription_group_identifier, lower(x.app_account_token), x.promotional_offer_id, $20,
+                   GREATEST(e.signed_date, x.signed_date)
+              FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) AS x (
                    transaction_id, original_transaction_id, product_id, purchase_date, original_purchase_date,
                    expires_date, cancellation_date, cancellation_reason, is_upgraded, is_trial_period,
                    is_in_intro_offer_period, ownership, quantity, web_order_line_item_id, subscription_group_identifier,
-                   app_account_token, promotional_offer_id)
+                   app_account_token, promotional_offer_id, signed_date)
+              LEFT JOIN app_store_transactions e ON e.transaction_id = x.transaction_id
+             CROSS JOIN LATERAL (SELECT COALESCE(x.signed_date IS NOT NULL AND e.signed_date > x.signed_date, false) AS newer_stored) n
+             CROSS JOIN LATERAL (SELECT n.newer_stored, CASE
+                   WHEN n.newer_stored THEN 'stored'
+                   WHEN x.signed_date IS NOT NULL THEN CASE
+                        WHEN x.cancellation_date IS NOT NULL THEN 'incoming'
+                        WHEN e.cancellation_date IS NOT NULL AND x.signed_date <= e.cancellation_date THEN 'stored'
+                        ELSE 'none' END
+                   WHEN e.cancellation_date IS NOT NULL THEN 'stored'
+                   WHEN x.cancellation_date IS NOT NULL AND (e.signed_date IS NULL OR x.cancellation_date > e.signed_date) THEN 'incoming'
+                   ELSE 'none' END AS refund) d
             ON CONFLICT (transaction_id) DO UPDATE SET
-                expires_date = COALESCE(EXCLUDED.expires_date, t.expires_date),
-                cancellation_date = COALESCE(t.cancellation_date, EXCLUDED.cancellation_date),
-                cancellation_reason = COALESCE(t.cancellation_reason, EXCLUDED.cancellation_reason),
+                expires_date = EXCLUDED.expires_date,
+                cancellation_date = EXCLUDED.cancellation_date,
+                cancellation_reason = EXCLUDED.cancellation_reason,
                 is_upgraded = t.is_upgraded OR EXCLUDED.is_upgraded,
                 app_account_token = COALESCE(t.app_account_token, EXCLUDED.app_account_token),
+                signed_date = EXCLUDED.signed_date,
                 updated_at = now()
             RETURNING (xmax = 0) AS inserted
             """, [
@@ -48,7 +72,7 @@ struct TransactionStore {
                 transactions.map(\.isTrialPeriod), transactions.map(\.isInIntroOfferPeriod),
                 transactions.map(\.ownership.rawValue), transactions.map(\.quantity),
                 transactions.map(\.webOrderLineItemID), transactions.map(\.subscriptionGroupIdentifier),
-                transactions.map(\.appAccountToken), transactions.map(\.promotionalOfferID),
+                transactions.map(\.appAccountToken), transactions.map(\.promotionalOfferID), transactions.map(\.signedDate),
                 environment.rawValue, firstVerificationID,
             ])
         return try rows.rows.filter { try $0.bool("inserted") }.count

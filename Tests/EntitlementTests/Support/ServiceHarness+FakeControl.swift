@@ -7,10 +7,7 @@ import Testing
 extension ServiceHarness {
     /// One request to the fake App Store's control API (or its Server API) over loopback.
     func fakeCall(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> RawHTTPClient.Response {
-        let base = try #require(setupEnvironment["APPLE_VERIFY_URL_PRODUCTION"].flatMap(URL.init(string:)))
-        let port = try #require(base.port)
-        let text = RawHTTPClient.request(method, path, headers: [("Content-Type", "application/json")], body: json?.jsonText ?? (method == "GET" ? nil : ""))
-        return try await RawHTTPClient.exchange(port: port, text, timeout: 40)
+        try await testService.fakeCall(method, path, json)
     }
 
     /// Buys at the fake (`POST /control/storekit/purchases`); returns its answer.

@@ -29,6 +29,8 @@ final class ServiceHarness: ServiceDatabase {
     let port: Int
     private let setup: TestService
     var fake: FakeAppStore { setup.fake }
+    /// The harness's fake App Store and database, as set up.
+    nonisolated var testService: TestService { setup }
     var databaseURL: String { setup.databaseURL }
     /// The environment the service was started with.
     var setupEnvironment: [String: String] { setup.environment }

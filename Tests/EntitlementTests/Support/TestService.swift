@@ -10,24 +10,30 @@ import Foundation
 @Loop
 final class TestService {
     let fake: FakeAppStore
+    /// Where the fake listens (its control API included).
+    nonisolated let fakePort: Int
     let databaseURL: String
     /// The service's environment: database, catalog, Apple's URLs, bundle id and shared secret, port 0, plus
     /// whatever the caller added.
     let environment: [String: String]
     private let databaseName: String
     private let catalogFile: URL
+    private let fakeRootFile: URL
 
-    private init(fake: FakeAppStore, databaseURL: String, environment: [String: String], databaseName: String, catalogFile: URL) {
+    private init(fake: FakeAppStore, fakePort: Int, databaseURL: String, environment: [String: String], databaseName: String,
+                 catalogFile: URL, fakeRootFile: URL) {
         self.fake = fake
+        self.fakePort = fakePort
         self.databaseURL = databaseURL
         self.environment = environment
         self.databaseName = databaseName
         self.catalogFile = catalogFile
+        self.fakeRootFile = fakeRootFile
     }
 
-    /// Starts the fake (answering as `fake` says, its shared secret also given to the service), creates the
-    /// database `<prefix>_<random>` and the catalog file; `environment` overrides the defaults. With
-    /// `serverAPI` the service gets the fake's Server API key and trusts the fake's signing root.
+    /// Starts the fake (answering as `fake` says, its shared secret also given to the service, its StoreKit
+    /// signing root trusted by the service), creates the database `<prefix>_<random>` and the catalog file;
+    /// `environment` overrides the defaults. With `serverAPI` the service gets the fake's Server API key too.
     static func prepare(_ prefix: String, catalog: String, bundleID: String, fake configuration: FakeAppStoreConfiguration,
                         serverAPI: Bool = false, environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
@@ -39,7 +45,10 @@ final class TestService {
         let databaseURL = try TestDatabase.url(database: name)
         let catalogFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).json")
         try Data(catalog.utf8).write(to: catalogFile)
+        let fakeRootFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-root.der")
+        try Data(fake.signingChain.rootDER).write(to: fakeRootFile)
         var environment = [
+            "APPLE_ROOT_CERTIFICATES": fakeRootFile.path, "APPLE_APP_APPLE_ID": String(configuration.appAppleID),
             "DATABASE_URL": databaseURL, "LISTEN_ADDR": "127.0.0.1", "PORT": "0", "PRODUCTS_FILE": catalogFile.path,
             "APPLE_BUNDLE_ID": bundleID, "MIGRATIONS_DIR": Migrator.defaultDirectory().path,
             "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)/verifyReceipt",
@@ -48,17 +57,16 @@ final class TestService {
         environment["APPLE_SHARED_SECRET"] = configuration.sharedSecret
         if serverAPI {
             let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).p8")
-            let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-root.der")
             try Data((fake.serverAPIKey.pemRepresentation + "\n").utf8).write(to: keyFile)
-            try Data(fake.signingChain.rootDER).write(to: rootFile)
             environment.merge([
                 "APPLE_ISSUER_ID": configuration.apiIssuerID, "APPLE_KEY_ID": configuration.apiKeyID, "APPLE_PRIVATE_KEY_FILE": keyFile.path,
-                "APPLE_ROOT_CERTIFICATES": rootFile.path, "APPLE_API_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)",
+                "APPLE_API_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)",
                 "APPLE_API_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox",
             ]) { _, new in new }
         }
         environment.merge(overrides) { _, new in new }
-        return TestService(fake: fake, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile)
+        return TestService(fake: fake, fakePort: fakePort, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile,
+                           fakeRootFile: fakeRootFile)
     }
 
     /// The real `Application` started in this process with `environment`; it and its port.
@@ -68,9 +76,16 @@ final class TestService {
         return (application, try application.start())
     }
 
+    /// One request to the fake App Store's control API (or its Server API) over loopback.
+    nonisolated func fakeCall(_ method: String, _ path: String, _ json: JSONValue? = nil) async throws -> RawHTTPClient.Response {
+        let text = RawHTTPClient.request(method, path, headers: [("Content-Type", "application/json")], body: json?.jsonText ?? (method == "GET" ? nil : ""))
+        return try await RawHTTPClient.exchange(port: fakePort, text, timeout: 60)
+    }
+
     func tearDown() async {
         await fake.shutdown()
         try? FileManager.default.removeItem(at: catalogFile)
+        try? FileManager.default.removeItem(at: fakeRootFile)
         guard let server = try? await PostgresConnection.connect(try TestDatabase.url()) else { return }
         _ = try? await server.query("DROP DATABASE \(databaseName) WITH (FORCE)")
         server.close()
