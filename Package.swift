@@ -71,7 +71,10 @@ let package = Package(
         // The service: routes, stores, workers, configuration and `main`.
         .executableTarget(
             name: "EntitlementService",
-            dependencies: ["ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel"],
+            dependencies: [
+                "ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             resources: [.embedInCode("openapi.json")],
             swiftSettings: releaseFlags
         ),

@@ -24,7 +24,9 @@ import Testing
     @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
         try await HTTPTestServer.start { router in
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
-            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: CatalogCache(db: pool), report: reports)
+            let catalog = CatalogCache(db: pool)
+            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: catalog,
+                        events: EventRecorder(catalog: catalog, delivers: false), report: reports)
                 .register(on: router)
         }
     }

@@ -12,6 +12,8 @@ final class Application {
     let server: HTTPServer
     let receipts: ReceiptService
     private let workers: [PeriodicWorker]
+    /// Sends events to `WEBHOOK_URL`; nil without it (events are recorded, not sent).
+    let webhooks: WebhookDispatcher?
     private var signals: [SignalWatcher] = []
     private let lagMonitor = LoopLagMonitor()
     private var stopping = false
@@ -39,21 +41,27 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
 
+        let events = EventRecorder(catalog: catalog, delivers: configuration.webhooks != nil)
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
-                       ledger: ConsumableLedger(db: pool), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
+                       ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
                            signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
-        AdminRoutes(keys: keys, db: pool, catalog: catalog).register(on: router)
+        AdminRoutes(keys: keys, db: pool, catalog: catalog, events: events).register(on: router)
+        WebhookRoutes(keys: keys, db: pool, delivers: configuration.webhooks != nil).register(on: router)
+        CustomerRoutes(keys: keys, view: CustomerView(db: pool, catalog: catalog)).register(on: router)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000)]
+        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+                   ExpirationWorker.make(db: pool, events: events, intervalMs: 500)]
+        let pool = pool
+        webhooks = configuration.webhooks.map { WebhookDispatcher(db: pool, settings: $0, conninfo: databaseURL) }
         registerMetrics()
     }
 
@@ -61,6 +69,7 @@ final class Application {
     func start() throws -> Int {
         let port = try server.start()
         for worker in workers { worker.start() }
+        webhooks?.start()
         lagMonitor.start()
         Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
         return port
@@ -75,6 +84,7 @@ final class Application {
         receipts.beginShutdown()
         await server.shutdown()
         for worker in workers { await worker.stop() }
+        await webhooks?.stop()
         await receipts.releaseClaims()
         await pool.close()
         lagMonitor.stop()
@@ -104,5 +114,12 @@ final class Application {
         Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
+        guard let webhooks else { return }
+        Metrics.shared.gauge("webhook_deliveries_in_flight", "Webhook requests in flight in this process") { Double(webhooks.inFlightCount) }
+        for outcome in ["delivered", "retry", "failed"] {
+            Metrics.shared.gauge("webhook_attempts", "Webhook attempts made by this process, by what followed", labels: ["outcome": outcome]) {
+                Double(webhooks.outcomes[outcome] ?? 0)
+            }
+        }
     }
 }

@@ -1,20 +1,23 @@
 import ServiceRuntime
+import Foundation
 /// The balance was too small for a consume.
 struct InsufficientBalance: Error, Sendable {
     var balance: Int
     var requested: Int
 }
 
-/// Spending consumables: one ledger entry per idempotency key, the balance row updated in the same
-/// transaction, and never below zero by a consume (a refund debit may take it there).
+/// Spending consumables: one ledger entry per idempotency key, the balance row updated (and the webhook event
+/// written) in the same transaction, and never below zero by a consume (a refund debit may take it there).
 @Loop
 struct ConsumableLedger {
     let db: PostgresPool
+    let events: EventRecorder
 
     /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
         do {
             return try await db.transaction { connection in
+                let watch = try await events.watch([userID], now: Date(), on: connection)
                 if try await connection.query("""
                     SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
                     """, [userID, currency, idempotencyKey]).rows.first != nil {
@@ -32,6 +35,7 @@ struct ConsumableLedger {
                     INSERT INTO consumable_ledger (user_id, currency, amount, kind, idempotency_key)
                     VALUES ($1, $2, $3, 'consume', $4)
                     """, [userID, currency, -amount, idempotencyKey])
+                try await events.finish(watch, cause: { _ in .consumableSpent(currency: currency) }, on: connection)
                 return try row.int("balance")
             }
         } catch let error as PostgresError where error.isUniqueViolation {

@@ -9,13 +9,14 @@ struct AdminRoutes {
     let keys: APIKeys
     let db: PostgresPool
     let catalog: CatalogCache
+    let events: EventRecorder
     /// The audit log's reads; a stand-in lets a route test run without PostgreSQL.
     var audit: any AuditReading = AuditStore()
     /// The purchase report's reads; a stand-in lets a route test run without PostgreSQL.
     var report: any ReportReading = ReportStore()
 
     func register(on router: Router) {
-        let grants = GrantEditor(db: db)
+        let grants = GrantEditor(db: db, events: events)
         let editor = CatalogEditor(db: db, catalog: catalog)
         router.post("/v1/admin/users/{user_id}/grants") { request in try await admin(request) { try await createGrant($0, request, grants) } }
         router.delete("/v1/admin/grants/{grant_id}") { request in try await admin(request) { try await revokeGrant($0, request, grants) } }

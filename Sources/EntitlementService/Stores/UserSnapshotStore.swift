@@ -1,0 +1,70 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// Everything the entitlement evaluator needs about one user, read at one instant.
+struct UserSnapshot: Sendable {
+    var transactions: [OwnedTransaction]
+    var renewals: [RenewalInfo]
+    var grants: [Grant]
+    /// Ledger balances by consumable currency.
+    var balances: [String: Int]
+
+    /// What the user holds at `at` under `catalog`.
+    func report(catalog: Catalog, at: Date) -> EntitlementReport {
+        EntitlementEvaluator.evaluate(transactions: transactions, renewals: renewals, grants: grants, catalog: catalog, at: at)
+    }
+}
+
+/// The read side of a user's purchases: their transactions and subscriptions (through `purchase_owners`),
+/// grants and consumable balances, sent as one pipelined round trip.
+@Loop
+struct UserSnapshotStore {
+    /// One REPEATABLE READ snapshot (a recording committing in between cannot show half).
+    func snapshot(of userID: String, on pool: PostgresPool) async throws -> UserSnapshot {
+        try Self.decode(try await pool.transaction(Self.statements(userID), isolation: .repeatableRead))
+    }
+
+    /// Read inside the caller's transaction on `connection` (which sees its own uncommitted writes).
+    func snapshot(of userID: String, within connection: PostgresConnection) async throws -> UserSnapshot {
+        try Self.decode(try await connection.pipeline(Self.statements(userID)))
+    }
+
+    private static func statements(_ userID: String) -> [PostgresStatement] {
+        [
+            PostgresStatement("""
+             SELECT \(TransactionRows.columns)
+               FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
+              WHERE o.user_id = $1
+             """, [userID]),
+            PostgresStatement("""
+             SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
+                    s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
+               FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
+              WHERE o.user_id = $1
+             """, [userID]),
+            PostgresStatement("SELECT grant_id::text AS grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
+            PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
+        ]
+    }
+
+    private static func decode(_ results: [PostgresResult]) throws -> UserSnapshot {
+        let renewals = try results[1].rows.map { row in
+            RenewalInfo(
+                originalTransactionID: try row.string("original_transaction_id"),
+                productID: try row.string("product_id"),
+                autoRenewProductID: try row.optionalString("auto_renew_product_id"),
+                willRenew: try row.bool("will_renew"),
+                expirationIntent: try row.optionalInt("expiration_intent"),
+                isInBillingRetryPeriod: try row.bool("in_billing_retry"),
+                gracePeriodExpiresDate: try row.optionalDate("grace_period_expires_date"),
+                priceConsentStatus: try row.optionalInt("price_consent_status"))
+        }
+        var balances: [String: Int] = [:]
+        for row in results[3].rows {
+            balances[try row.string("currency")] = try row.int("balance")
+        }
+        return UserSnapshot(transactions: try results[0].rows.map(TransactionRows.owned), renewals: renewals,
+                            grants: try results[2].rows.map(GrantRows.grant), balances: balances)
+    }
+}
