@@ -19,6 +19,29 @@ ensure_packages() {
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# Sets PROMTOOL to a promtool: the one on PATH, else the one in .build/promtool/, which is unpacked from
+# Debian's prometheus package the first time. Only that binary is taken: installing the package would add a
+# dozen web-UI packages and, where systemd runs, start a Prometheus server on port 9090.
+ensure_promtool() {
+    PROMTOOL=$(command -v promtool || true)
+    [ -n "$PROMTOOL" ] && return 0
+    PROMTOOL="$ROOT/.build/promtool/promtool"
+    [ -x "$PROMTOOL" ] && return 0
+    echo "unpacking promtool from Debian's prometheus package into .build/promtool" >&2
+    local work sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    work=$(mktemp -d)
+    chmod 755 "$work"  # apt's download user writes there
+    if ! (cd "$work" && apt-get download -qq prometheus 2>/dev/null); then
+        $sudo apt-get update -qq
+        (cd "$work" && apt-get download -qq prometheus)
+    fi
+    dpkg-deb --fsys-tarfile "$work"/prometheus_*.deb | tar -x -C "$work" ./usr/bin/promtool
+    mkdir -p "$(dirname "$PROMTOOL")"
+    mv "$work/usr/bin/promtool" "$PROMTOOL"
+    rm -rf "$work"
+}
+
 # The newest PostgreSQL server binaries Debian installed.
 pg_bindir() {
     local dir

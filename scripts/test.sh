@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`,
-# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database.
+# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database, and
+# checks that service's /metrics afterwards with `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
+# RELEASE_BUILD: `auto` (default) also builds the release product after the tests when no arguments were given
+# (a compiler crash may happen in release builds only), `1` always, `0` never.
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
 # SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
 # SCHEMATHESIS_SEED (default 20261122, so that the test command gives the same answer twice) picks the
@@ -30,11 +33,24 @@ status=0
 # Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.
 swift test --skip-build --no-parallel "$@" || status=$?
 
+# After the tests, not beside them: the timing-sensitive suites would share the two cores with the compiler.
+if [ "${RELEASE_BUILD:-auto}" = 1 ] || { [ "${RELEASE_BUILD:-auto}" = auto ] && [ $# -eq 0 ]; }; then
+    started=$SECONDS
+    if swift build -c release --product entitlement-service; then
+        echo "release build: $((SECONDS - started)) s" >&2
+    else
+        echo "release build: FAILED" >&2
+        status=1
+    fi
+fi
+
 case "${SCHEMATHESIS:-auto}" in
     1) ;;
     auto) [ $# -eq 0 ] || exit "$status" ;;
     *) exit "$status" ;;
 esac
+
+ensure_promtool
 
 # The real service (the debug binary just built) on its own database of the throwaway server, with the fake
 # App Store as its Apple, a small catalog and fresh keys; its log is kept to check no secret reached it.
@@ -82,6 +98,14 @@ seed="${SCHEMATHESIS_SEED:-20261122}"
 if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
     BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
         MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
+    # Its metrics after that traffic must pass Prometheus's own checks.
+    if curl -fsS --max-time 10 "http://127.0.0.1:$SERVICE_PORT/metrics" -o "$WORK/metrics.txt" &&
+        "$PROMTOOL" check metrics <"$WORK/metrics.txt"; then
+        echo "promtool: /metrics passed ($(grep -vc '^#' "$WORK/metrics.txt") samples)"
+    else
+        echo "promtool: /metrics FAILED" >&2
+        schemathesis_status=1
+    fi
 else
     tail -n 20 "$WORK/service.log" >&2
     schemathesis_status=1

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <sys/prctl.h>
 
 /// libuv handles all start with the same fields; these casts let Swift pass a concrete handle where
 /// libuv wants the generic one without spelling out unsafe pointer rebinding at every call.
@@ -15,5 +16,11 @@ static inline uv_stream_t *cuv_stream(void *h) { return (uv_stream_t *)h; }
 /// Sets one integer socket option; returns 0, or -1 with `errno` set.
 static inline int cuv_setsockopt_int(int fd, int level, int name, int value) {
     return setsockopt(fd, level, name, &value, sizeof value) == 0 ? 0 : -1;
+}
+
+/// Asks the kernel to send `signal` to this process when the thread that started it ends (Linux
+/// `PR_SET_PDEATHSIG`; `prctl` is variadic, which Swift cannot call). Returns 0, or -1 with `errno` set.
+static inline int cuv_set_parent_death_signal(int signal) {
+    return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0UL, 0UL, 0UL);
 }
 #endif

@@ -98,7 +98,7 @@ public final class FakeAppStore {
         addRoutes(to: router)
         let server = HTTPServer(
             configuration: HTTPServerConfiguration(
-                host: host, port: port, maxConnections: 8_192, maxBodyBytes: 8 << 20, reusePort: false, backlog: 4_096),
+                host: host, port: port, maxConnections: 8_192, maxBodyBytes: 8 << 20, backlog: 4_096),
             router: router, metrics: Metrics())
         let bound = try server.start()
         self.server = server

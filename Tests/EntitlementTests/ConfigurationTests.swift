@@ -52,12 +52,15 @@ import X509
     }
 
     @Test func readsEveryVariable() throws {
+        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent("ca-\(UUID().uuidString).pem")
+        try Data("-----BEGIN CERTIFICATE-----\n".utf8).write(to: bundle)
+        defer { try? FileManager.default.removeItem(at: bundle) }
         let config = try Configuration(environment: [
             "LISTEN_ADDR": "0.0.0.0", "PORT": "9090", "DATABASE_URL": "postgresql://x@y/z", "DATABASE_POOL_SIZE": "3",
             "APPLE_SHARED_SECRET": "s3cret", "APPLE_BUNDLE_ID": "com.example.app",
             "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:1/verifyReceipt",
             "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:2/verifyReceipt", "APPLE_TIMEOUT_MS": "2500",
-            "APPLE_CONNECT_TIMEOUT_MS": "700", "APPLE_CA_BUNDLE": "/tmp/ca.pem",
+            "APPLE_CONNECT_TIMEOUT_MS": "700", "APPLE_CA_BUNDLE": bundle.path,
             "API_KEYS": "app-key-1, app-key-2", "ADMIN_API_KEYS": "admin-key", "PRODUCTS_FILE": "/tmp/p.json",
             "RESTORE_POLICY": "keep", "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "1000",
             "MAX_CONNECTIONS": "17", "MIGRATIONS_DIR": "/tmp/migrations",
@@ -67,7 +70,7 @@ import X509
         #expect(config.appleSharedSecret == "s3cret" && config.appleBundleID == "com.example.app")
         #expect(config.appleProductionURL == "http://127.0.0.1:1/verifyReceipt")
         #expect(config.appleSandboxURL == "http://127.0.0.1:2/verifyReceipt" && config.appleTimeoutMs == 2500)
-        #expect(config.appleConnectTimeoutMs == 700 && config.appleCABundle == "/tmp/ca.pem")
+        #expect(config.appleConnectTimeoutMs == 700 && config.appleCABundle == bundle.path)
         #expect(config.apiKeys == ["app-key-1", "app-key-2"] && config.adminAPIKeys == ["admin-key"])
         #expect(config.productsFile == "/tmp/p.json")
         #expect(config.restorePolicy == .keep && config.retryBaseMs == 100 && config.retryMaxMs == 1000)
@@ -82,6 +85,7 @@ import X509
         ("APPLE_ROOT_CERTIFICATES", Fixtures.directory.appendingPathComponent("SOURCES.md").path, "APPLE_ROOT_CERTIFICATES"),
         ("APPLE_ROOT_CERTIFICATES", ",", "APPLE_ROOT_CERTIFICATES"),
         ("APPLE_CONNECT_TIMEOUT_MS", "0", "APPLE_CONNECT_TIMEOUT_MS"), ("MAX_CONNECTIONS", "0", "MAX_CONNECTIONS"),
+        ("APPLE_CA_BUNDLE", "/nonexistent/ca.pem", "APPLE_CA_BUNDLE"), ("APPLE_CA_BUNDLE", Fixtures.directory.path, "APPLE_CA_BUNDLE"),
     ])
     func badValuesNameTheVariable(variable: String, value: String, named: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }
@@ -102,6 +106,18 @@ import X509
             #expect(error.variable == "ADMIN_API_KEYS")
             #expect(!error.description.contains("bad key"))
         }
+    }
+
+    /// Empty key lists and no shared secret are valid but leave routes unusable: one warning each, naming the
+    /// variable only.
+    @Test func warnsOfMissingKeysAndSecretWithoutValues() throws {
+        let bare = try Configuration(environment: [:])
+        #expect(bare.warnings.map(\.variable) == ["API_KEYS", "ADMIN_API_KEYS", "APPLE_SHARED_SECRET"])
+        #expect(bare.warnings[0].problem == "is empty: every /v1 app route answers 401")
+        let appOnly = try Configuration(environment: ["API_KEYS": "app-secret-key", "APPLE_SHARED_SECRET": "shh-secret"])
+        #expect(appOnly.warnings == [ConfigurationWarning(variable: "ADMIN_API_KEYS", problem: "is empty: every /v1/admin route answers 401")])
+        let complete = try Configuration(environment: ["API_KEYS": "a", "ADMIN_API_KEYS": "b", "APPLE_SHARED_SECRET": "c"])
+        #expect(complete.warnings.isEmpty)
     }
 
     @Test func servingNeedsADatabase() throws {

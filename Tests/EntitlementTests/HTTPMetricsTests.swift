@@ -30,6 +30,38 @@ import Testing
         #expect(text.hasSuffix("\n"))
     }
 
+    @Test @Loop func countsEventsByLabelAndSamplesCounters() {
+        let metrics = Metrics()
+        for _ in 0..<3 { metrics.increment("receipt_verifications_total", "Attempts.", labels: ["outcome": "verified", "apple_status": "0"]) }
+        metrics.increment("receipt_verifications_total", "Attempts.", labels: ["outcome": "retry_later", "apple_status": "none"])
+        metrics.increment("receipt_verifications_total", "Attempts.", labels: ["outcome": "rejected", "apple_status": "21003"])
+        metrics.counter("process_cpu_seconds_total", "CPU time.") { 1.25 }
+        let text = metrics.render()
+        #expect(text.contains("""
+            # HELP receipt_verifications_total Attempts.
+            # TYPE receipt_verifications_total counter
+            receipt_verifications_total{outcome="rejected",apple_status="21003"} 1
+            receipt_verifications_total{outcome="retry_later",apple_status="none"} 1
+            receipt_verifications_total{outcome="verified",apple_status="0"} 3
+
+            """))
+        #expect(text.contains("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 1.25\n"))
+    }
+
+    /// /proc/self/stat's fields are counted after the command name, which may hold spaces and parentheses.
+    @Test func procStatIsParsedAfterTheCommandName() throws {
+        let line = "4242 (odd) name (x)) S 1 4242 4242 0 -1 4194560 2000 0 0 0 150 50 0 0 20 0 9 0 123456 500000000 3000 "
+            + "18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 17 1 0 0 0 0 0\n"
+        let stat = try #require(ProcessMetrics.ProcStat.parse(line))
+        #expect(stat == ProcessMetrics.ProcStat(cpuTicks: 200, startTicks: 123_456, residentPages: 3_000))
+        #expect(ProcessMetrics.ProcStat.parse("4242 (cut") == nil)
+        let own = try #require(ProcessMetrics.ProcStat.read())
+        #expect(own.residentPages > 0 && own.startTicks > 0)
+        // /proc files claim a size of 0: read to the end, not one page (this process maps hundreds of areas).
+        let maps = try #require(ProcessMetrics.contents(of: "/proc/self/maps"))
+        #expect(maps.utf8.count > 8_192 && maps.hasSuffix("\n"))
+    }
+
     @Test @Loop func loopLagIsMeasuredWhenTheLoopIsBlocked() async {
         let metrics = Metrics()
         let monitor = LoopLagMonitor(intervalMilliseconds: 10, window: 50)

@@ -220,11 +220,35 @@ import Testing
         // Each distinct text was prepared once, whatever the repeats within and across pipelines.
         let prepared = try await connection.query("SELECT count(*)::int AS n FROM pg_prepared_statements", []).rows[0].int("n")
         #expect(prepared == 2)
-        // A failed pipeline prepares afresh next time and answers correctly.
+        // A statement whose execution failed was prepared all the same; next time it answers correctly.
         await #expect(throws: PostgresError.self) {
             _ = try await connection.pipeline([PostgresStatement("SELECT 1/$1::int AS q", [0])])
         }
         #expect(try await connection.pipeline([PostgresStatement("SELECT 1/$1::int AS q", [1])])[0].rows[0].int("q") == 1)
+    }
+
+    /// What a failed pipeline prepared before its failure stays prepared on the server and is used from then
+    /// on: the next pipelines prepare nothing twice. A statement that did not parse is not recorded.
+    @Test @Loop func aFailedPipelineKeepsWhatItPrepared() async throws {
+        let connection = try await connect()
+        defer { connection.close() }
+        let double = "SELECT $1::int * 2 AS doubled"
+        let divide = "SELECT 10 / $1::int AS q"
+        await #expect(throws: PostgresError.self) {
+            _ = try await connection.pipeline([PostgresStatement(double, [1]), PostgresStatement(divide, [0]), PostgresStatement("SELEC 1")])
+        }
+        await #expect(throws: PostgresError.self) {
+            _ = try await connection.pipeline([PostgresStatement(double, [2]), PostgresStatement("SELEC 1")])
+        }
+        let statements = { @Loop in
+            try await connection.query("SELECT name FROM pg_prepared_statements ORDER BY name", []).rows.map { try $0.string("name") }
+        }
+        let prepared = try await statements()
+        #expect(prepared.count == 2, "\(prepared)")
+        let results = try await connection.pipeline([PostgresStatement(double, [21]), PostgresStatement(divide, [5])])
+        #expect(try results[0].rows[0].int("doubled") == 42 && results[1].rows[0].int("q") == 2)
+        #expect(try await statements() == prepared)
+        #expect(connection.isUsable && connection.transactionStatus == .idle)
     }
 
     @Test @Loop func connectionIdentifiesItself() async throws {
@@ -288,11 +312,15 @@ import Testing
             let forgotten = try await connect()
             pid = forgotten.backendPID
         }
+        // The backend leaves pg_stat_activity once it has seen the connection end, which takes the server a
+        // moment of its own: polled until then, within a generous deadline.
         var gone = false
-        for _ in 0..<500 where !gone {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !gone && ContinuousClock.now < deadline {
             gone = try await observer.query("SELECT count(*) AS n FROM pg_stat_activity WHERE pid = $1", Int(pid)).rows[0].int("n") == 0
+            if !gone { await LoopTimer.sleep(milliseconds: 10) }
         }
-        #expect(gone, "backend \(pid) still connected after its connection object was released")
+        #expect(gone, "backend \(pid) still connected 10 s after its connection object was released")
     }
 
     @Test @Loop func closedConnectionFailsRequestsClearly() async throws {

@@ -48,6 +48,66 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// A copy does not outlive its first process, even one killed outright: the kernel sends it SIGTERM.
+    @Test func aCopyStopsWhenItsFirstProcessIsKilled() async throws {
+        let setup = try await setUp()
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let parent = service.process.processIdentifier
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: service.port).count == 2 }
+        let child = try #require(service.servingPIDs(port: service.port).first { $0 != parent }, "\(service.log)")
+        service.signal(SIGKILL)
+        _ = await eventually(timeout: 30) { service.log.contains("event=stopped pid=\(child)") }
+        #expect(service.log.contains("event=signal signal=15 pid=\(child)") && service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
+        await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: service.port) } }
+        await setup.tearDown()
+    }
+
+    /// A receipt posted while Apple is down, then verified by the retry worker: its attempts are counted by
+    /// outcome and Apple status, the backlog shows it while it waits, and the process figures are plausible.
+    @Test func metricsCountVerificationsAndShowTheBacklogAndTheProcess() async throws {
+        let setup = try await setUp()
+        setup.fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: true)
+        let started = Date().timeIntervalSince1970
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment) }
+        let receipt = FakeReceipt(bundleID: ServiceHarness.bundleID).with {
+            $0.addPurchase("com.example.lifetime", transactionID: "metrics-1", purchased: Date())
+        }
+        #expect(try await post(receipt, user: "metrics-user", port: service.port, waitMs: 5_000).status == 202)
+        let metrics = { try await RawHTTPClient.exchange(port: service.port, RawHTTPClient.request("GET", "/metrics")).text }
+        // The backlog is read every 5 s, not at scrape time.
+        var text = ""
+        _ = try await eventually(timeout: 20, everyMs: 200) {
+            text = try await metrics()
+            return text.contains("\nreceipt_retry_backlog 1\n")
+        }
+        #expect(text.contains("\nreceipt_retry_backlog 1\n"), "\(text)")
+        #expect(text.contains(#"receipt_verifications_total{outcome="retry_later",apple_status="none"} "#), "\(text)")
+        let age = try #require(Self.value(of: "receipt_retry_oldest_age_seconds", in: text))
+        #expect(age > 0 && age < 60)
+        let start = try #require(Self.value(of: "process_start_time_seconds", in: text))
+        #expect(abs(start - started) < 30)
+        #expect(try #require(Self.value(of: "process_resident_memory_bytes", in: text)) > 1_000_000)
+        #expect(try #require(Self.value(of: "process_open_fds", in: text)) > 3)
+        #expect(try #require(Self.value(of: "process_cpu_seconds_total", in: text)) > 0)
+        #expect(text.contains("# TYPE process_cpu_seconds_total counter"))
+
+        setup.fake.state.configure(sharedSecret: nil, latencyMs: nil, outage: false)
+        _ = try await eventually(timeout: 20, everyMs: 200) {
+            text = try await metrics()
+            return text.contains("\nreceipt_retry_backlog 0\n")
+        }
+        #expect(text.contains(#"receipt_verifications_total{outcome="verified",apple_status="0"} 1"#), "\(text)")
+        #expect(text.contains("\nreceipt_retry_backlog 0\n") && text.contains("\nreceipt_retry_oldest_age_seconds 0\n"), "\(text)")
+        service.signal(SIGTERM)
+        #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
+        await setup.tearDown()
+    }
+
+    /// The value of an unlabelled sample in Prometheus text.
+    private static func value(of name: String, in text: String) -> Double? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.dropFirst(name.count + 1)) }
+    }
+
     @Test func sigkillLosesNothingAndCountsNothingTwice() async throws {
         let setup = try await setUp(latencyMs: 3_000)
         let (fake, environment) = (setup.fake, setup.environment)
@@ -90,29 +150,77 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
-    @Test func workersShareOnePortAndStopTogether() async throws {
+    /// `WORKERS=2` with `PORT=0`: the first process binds a free port once and its copy inherits the socket;
+    /// both accept on it; a `serve` started by mistake on that port fails with one line; SIGTERM to the first
+    /// process reaches the copy at once, not after the first has drained.
+    @Test func workersShareOneSocketRefuseIntrudersAndStopTogether() async throws {
         let setup = try await setUp()
-        let environment = setup.environment
-        let port = try TestDatabase.freePort()
-        let service = try await offLoop {
-            try ServiceProcess(environment: environment.merging(["WORKERS": "2", "PORT": String(port)]) { $1 })
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let (port, parent) = (service.port, service.process.processIdentifier)
+        #expect(port != 0)
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 2 }
+        let pids = service.servingPIDs(port: port)
+        try #require(Set(pids).count == 2 && pids.contains(parent), "\(service.log)")
+        let child = pids.first { $0 != parent }!
+        // The first process warns once of what is missing (here the admin keys), naming no value.
+        let warnings = service.log.split(separator: "\n").filter { $0.contains("event=configuration_warning") }
+        #expect(warnings.count == 1 && warnings[0].contains("level=warn") && warnings[0].contains("variable=ADMIN_API_KEYS"), "\(service.log)")
+        #expect(!service.log.contains(ServiceHarness.appKey) && !service.log.contains(ServiceHarness.sharedSecret))
+
+        // Both processes accept connections on the one socket: the server end of each connection is in one
+        // of them, and over enough connections in each. A connection to the first one is kept for later.
+        let (answered, kept) = try await offLoop {
+            var answered: Set<Int32> = []
+            var kept: RawHTTPClient?
+            for _ in 0..<400 where answered.count < 2 || kept == nil {
+                let client = try RawHTTPClient(port: port)
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                guard try client.readResponse().status == 200,
+                      let owner = ServiceProcess.pid(serving: client, port: port, among: pids) else { continue }
+                answered.insert(owner)
+                if owner == parent { kept = client }
+            }
+            return (answered, kept)
         }
-        // Both processes log that they serve the same port.
-        let deadline = RawHTTPClient.now() + 30
-        var serving: [Substring] = []
-        while RawHTTPClient.now() < deadline {
-            serving = service.log.split(separator: "\n").filter { $0.contains("event=serving") && $0.contains("port=\(port)") }
-            if serving.count == 2 { break }
-            await LoopTimer.sleep(milliseconds: 20)
+        #expect(answered == Set(pids))
+        let held = try #require(kept)
+
+        // A second `serve` on the port fails start-up with one line, before it touches the database.
+        let intruder = try await offLoop {
+            try ServiceProcess(environment: setup.environment.merging(["PORT": String(port)]) { $1 }, waitUntilServing: false)
         }
-        #expect(serving.count == 2, "\(service.log)")
-        for _ in 0..<20 {
-            let health = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/healthz"))
-            #expect(health.status == 200)
+        #expect(try await offLoop { intruder.waitForExit(timeout: 30) } == 1)
+        let lines = intruder.log.split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("event=startup_failed") && lines[0].contains("Address already in use"), "\(intruder.log)")
+
+        // A request held in the first process (its table locked) keeps it draining; the copy stops meanwhile.
+        let locker = try await PostgresConnection.connect(setup.databaseURL)
+        _ = try await locker.query("BEGIN")
+        _ = try await locker.query("LOCK TABLE orders IN ACCESS EXCLUSIVE MODE")
+        try await offLoop {
+            try held.send(RawHTTPClient.request("GET", "/v1/orders/\(UUID().uuidString.lowercased())",
+                                                headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")]))
         }
+        // Watched from outside the locking transaction, whose view of pg_stat_activity stays as first read.
+        let observer = try await PostgresConnection.connect(setup.databaseURL)
+        let blocked = try await eventually(timeout: 30) {
+            try await observer.query(
+                "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%FROM orders%'").rows[0].int("n") == 1
+        }
+        observer.close()
+        try #require(blocked)
+        let signalled = RawHTTPClient.now()
         service.signal(SIGTERM)
+        _ = await eventually(timeout: 20) { service.log.contains("event=stopped pid=\(child)") }
+        #expect(service.log.contains("event=signal signal=15 pid=\(child)"), "\(service.log)")
+        #expect(service.log.contains("event=stopped pid=\(child)"), "\(service.log)")
+        #expect(!service.log.contains("event=stopped pid=\(parent)") && service.process.isRunning)
+        _ = try await locker.query("COMMIT")
+        locker.close()
+        #expect(try await offLoop { try held.readResponse(timeout: 10).status } == 404)
         #expect(try await offLoop { service.waitForExit(timeout: 10) } == 0)
-        #expect(service.log.components(separatedBy: "event=stopped").count - 1 == 2, "\(service.log)")
+        #expect(RawHTTPClient.now() - signalled < 10)
+        #expect(service.log.contains("event=stopped pid=\(parent)"), "\(service.log)")
         await setup.tearDown()
     }
 }

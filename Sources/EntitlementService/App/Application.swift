@@ -59,15 +59,17 @@ final class Application {
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
         workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+                   RetryBacklog.make(submissions: receipts.submissions, intervalMs: 5_000),
                    ExpirationWorker.make(db: pool, events: events, intervalMs: 500)]
         let pool = pool
         webhooks = configuration.webhooks.map { WebhookDispatcher(db: pool, settings: $0, conninfo: databaseURL) }
         registerMetrics()
     }
 
-    /// Listens and starts the workers; returns the bound port.
-    func start() throws -> Int {
-        let port = try server.start()
+    /// Listens (on `socket` when given, else on the configured address) and starts the workers; returns the
+    /// bound port.
+    func start(socket: Int32? = nil) throws -> Int {
+        let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
         webhooks?.start()
         lagMonitor.start()
@@ -88,18 +90,20 @@ final class Application {
         await receipts.releaseClaims()
         await pool.close()
         lagMonitor.stop()
-        Log.info("stopped")
+        Log.info("stopped", ["pid": getpid()])
     }
 
-    /// Runs until SIGTERM or SIGINT, then shuts down gracefully.
-    func runUntilSignalled() async {
+    /// Runs until SIGTERM or SIGINT, then shuts down gracefully. `received` sees the signal first (the
+    /// first process passes it on to its copies there, before draining).
+    func runUntilSignalled(_ received: @escaping @Loop (Int32) -> Void = { _ in }) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var resumed = false
             for signal in [SIGTERM, SIGINT] {
                 signals.append(SignalWatcher(signal: signal) { number in
-                    Log.info("signal", ["signal": number])
+                    Log.info("signal", ["signal": number, "pid": getpid()])
                     guard !resumed else { return }
                     resumed = true
+                    received(number)
                     continuation.resume()
                 })
             }
@@ -114,6 +118,7 @@ final class Application {
         Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
+        ProcessMetrics.register(on: Metrics.shared)
         guard let webhooks else { return }
         Metrics.shared.gauge("webhook_deliveries_in_flight", "Webhook requests in flight in this process") { Double(webhooks.inFlightCount) }
         for outcome in ["delivered", "retry", "failed"] {

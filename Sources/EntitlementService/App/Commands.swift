@@ -20,12 +20,17 @@ enum Commands {
                 return 0
             case .serve:
                 let configuration = try loadConfiguration()
-                let copies = try WorkerProcesses.count(environment: ProcessInfo.processInfo.environment)
+                let environment = ProcessInfo.processInfo.environment
+                let copies = try WorkerProcesses.count(environment: environment)
+                // Bound before anything else, so a port in use stops start-up before the database is touched.
+                let inherited = try WorkerProcesses.inheritedSocket(environment: environment)
+                let socket = try inherited ?? ListeningSocket.bind(host: configuration.listenAddress, port: configuration.port)
+                if inherited == nil { configuration.logWarnings() }
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
-                _ = try application.start()
-                let children = try WorkerProcesses.spawn(copies)
-                await application.runUntilSignalled()
-                await WorkerProcesses.stop(children)
+                _ = try application.start(socket: socket)
+                let children = try WorkerProcesses.spawn(copies, sharing: socket)
+                await application.runUntilSignalled { WorkerProcesses.signal(children, $0) }
+                await WorkerProcesses.waitForExit(children)
                 return 0
             case .fakeAppStore(let port, let host, let rootCertificateOut):
                 return await FakeAppStore.runCommand(host: host, port: port, rootCertificateOut: rootCertificateOut)
@@ -33,6 +38,9 @@ enum Commands {
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("entitlement-service: \(error.description)\n".utf8))
             return 78
+        } catch let error as HTTPServerError {
+            Log.error("startup_failed", ["error": error.description])
+            return 1
         } catch {
             Log.error("startup_failed", ["error": String(describing: error)])
             FileHandle.standardError.write(Data("entitlement-service: \(error)\n".utf8))

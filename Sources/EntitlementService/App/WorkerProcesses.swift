@@ -1,48 +1,120 @@
+import CUV
 import ServiceRuntime
 import Foundation
 
-/// Several `serve` processes on one port (`SO_REUSEPORT`), so the service uses more than one core: the first
-/// process starts `WORKERS - 1` copies of itself, forwards SIGTERM/SIGINT to them, and exits once they have.
-/// Every copy runs the whole service, background workers included; they share PostgreSQL, where
-/// `FOR UPDATE SKIP LOCKED` keeps them from taking the same job.
+/// Several `serve` processes on one listening socket, so the service uses more than one core: the first
+/// process binds the port once, then starts `WORKERS - 1` copies of itself that inherit the socket (its
+/// number in `socketVariable`) and accept on it too. SIGTERM/SIGINT are passed on to the copies as soon as
+/// the first process receives them, and it exits once they have; a copy whose first process is gone (killed
+/// outright) gets SIGTERM from the kernel, so none goes on serving alone. Every copy runs the whole service,
+/// background workers included; they share PostgreSQL, where `FOR UPDATE SKIP LOCKED` keeps them from
+/// taking the same job.
 enum WorkerProcesses {
-    /// Set in the environment of the copies, so they do not start copies of their own.
-    static let childMarker = "ENTITLEMENT_SERVICE_WORKER_CHILD"
+    /// Set in the environment of the copies: the number of the listening socket they inherit. A process that
+    /// has it serves that socket and starts no copies of its own.
+    static let socketVariable = "ENTITLEMENT_SERVICE_LISTEN_FD"
+    /// Set in the environment of the copies: the first process's id.
+    static let parentVariable = "ENTITLEMENT_SERVICE_PARENT_PID"
 
     /// How many processes `serve` should run in all: `WORKERS` (default 1), or 1 inside a copy.
     static func count(environment: [String: String]) throws(ConfigurationError) -> Int {
-        guard environment[childMarker] == nil, let raw = environment["WORKERS"], !raw.isEmpty else { return 1 }
+        guard environment[socketVariable] == nil, let raw = environment["WORKERS"], !raw.isEmpty else { return 1 }
         guard let count = Int(raw), (1...64).contains(count) else {
             throw ConfigurationError(variable: "WORKERS", problem: "expected an integer in 1...64, got '\(raw)'")
         }
         return count
     }
 
-    /// Starts `count - 1` copies of this executable running `serve`; returns them.
-    static func spawn(_ count: Int) throws -> [Process] {
+    /// The listening socket a first process handed down to this copy; nil in the first process. A copy also
+    /// asks for SIGTERM when its first process ends, and fails if that has already happened.
+    static func inheritedSocket(environment: [String: String]) throws -> Int32? {
+        guard let raw = environment[socketVariable] else { return nil }
+        guard let fd = Int32(raw), fd > 2, ListeningSocket.isListening(fd) else {
+            throw ConfigurationError(variable: socketVariable, problem: "must name a listening socket inherited from serve, got '\(raw)'")
+        }
+        let parent = environment[parentVariable].flatMap { pid_t($0) }
+        guard cuv_set_parent_death_signal(SIGTERM) == 0, let parent, getppid() == parent else {
+            throw WorkerProcessError(description: "a copy of serve whose first process (\(environment[parentVariable] ?? "?")) is gone")
+        }
+        return fd
+    }
+
+    /// Starts `count - 1` copies of this executable running `serve`, each inheriting `socket` (a listening
+    /// socket; its close-on-exec flag is cleared while they start); returns their process ids.
+    static func spawn(_ count: Int, sharing socket: Int32) throws -> [pid_t] {
         guard count > 1 else { return [] }
         var environment = ProcessInfo.processInfo.environment
-        environment[childMarker] = "1"
+        environment[socketVariable] = String(socket)
+        environment[parentVariable] = String(getpid())
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let flags = fcntl(socket, F_GETFD)
+        guard flags >= 0, fcntl(socket, F_SETFD, flags & ~FD_CLOEXEC) == 0 else { throw failure("fcntl") }
+        defer { _ = fcntl(socket, F_SETFD, flags) }
         return try (1..<count).map { index in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            process.arguments = ["serve"]
-            process.environment = environment
-            try process.run()
-            Log.info("worker_process_started", ["index": index, "pid": process.processIdentifier])
-            return process
+            let pid = try spawn(executable, arguments: ["serve"], environment: environment)
+            Log.info("worker_process_started", ["index": index, "pid": pid])
+            return pid
         }
     }
 
-    /// Passes `signal` on to the copies and waits (off the loop) until they have exited.
-    static func stop(_ processes: [Process], signal: Int32 = SIGTERM) async {
-        guard !processes.isEmpty else { return }
-        for process in processes where process.isRunning { kill(process.processIdentifier, signal) }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    /// Sends `signal` to every copy.
+    static func signal(_ children: [pid_t], _ signal: Int32) {
+        for child in children { kill(child, signal) }
+    }
+
+    /// Waits (off the loop) until every copy has exited; logs how each ended.
+    static func waitForExit(_ children: [pid_t]) async {
+        guard !children.isEmpty else { return }
+        let statuses = await withCheckedContinuation { (continuation: CheckedContinuation<[Int32], Never>) in
             Thread.detachNewThread {
-                for process in processes { process.waitUntilExit() }
-                continuation.resume()
+                continuation.resume(returning: children.map { child in
+                    var status: Int32 = 0
+                    while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+                    return status
+                })
+            }
+        }
+        for (child, status) in zip(children, statuses) {
+            // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+            let signal = status & 0x7f
+            if signal == 0 {
+                Log.info("worker_process_exited", ["pid": child, "status": (status >> 8) & 0xff])
+            } else {
+                Log.warning("worker_process_exited", ["pid": child, "signal": signal])
             }
         }
     }
+
+    /// `posix_spawn` with the signal mask emptied and every signal at its default action, as after a fresh exec.
+    private static func spawn(_ path: String, arguments: [String], environment: [String: String]) throws -> pid_t {
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        var all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, path, nil, &attributes, argv, envp)
+        guard status == 0 else {
+            errno = status
+            throw failure("posix_spawn")
+        }
+        return pid
+    }
+
+    private static func failure(_ call: String) -> WorkerProcessError {
+        WorkerProcessError(description: "starting a worker process: \(call) failed: \(String(cString: strerror(errno)))")
+    }
+}
+
+/// A copy of the service that could not be started.
+struct WorkerProcessError: Error, CustomStringConvertible {
+    var description: String
 }

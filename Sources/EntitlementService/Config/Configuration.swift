@@ -44,6 +44,7 @@ struct Configuration: Sendable {
     /// Where events are sent, and how; nil without `WEBHOOK_URL` (events are recorded, not sent).
     var webhooks: WebhookSettings?
 
+    static let caBundleDefault = "/etc/ssl/certs/ca-certificates.crt"
     static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
     static let appleSandboxDefault = "https://sandbox.itunes.apple.com/verifyReceipt"
 
@@ -60,7 +61,7 @@ struct Configuration: Sendable {
         appleSandboxURL = try reader.url("APPLE_VERIFY_URL_SANDBOX", default: Self.appleSandboxDefault)
         appleTimeoutMs = try reader.int("APPLE_TIMEOUT_MS", default: 10_000, in: 1...600_000)
         appleConnectTimeoutMs = try reader.int("APPLE_CONNECT_TIMEOUT_MS", default: min(3_000, appleTimeoutMs), in: 1...600_000)
-        appleCABundle = reader.string("APPLE_CA_BUNDLE") ?? "/etc/ssl/certs/ca-certificates.crt"
+        appleCABundle = try reader.readableFile("APPLE_CA_BUNDLE", default: Self.caBundleDefault)
         appleRootCertificates = try reader.certificates("APPLE_ROOT_CERTIFICATES") ?? [AppleRootCertificate.g3]
         apiKeys = try reader.keys("API_KEYS")
         adminAPIKeys = try reader.keys("ADMIN_API_KEYS")
@@ -103,12 +104,43 @@ struct Configuration: Sendable {
                                concurrency: concurrency)
     }
 
+    /// Settings that are valid but leave part of the service unusable, for `serve` to warn about once at
+    /// start-up. They name variables, never values.
+    var warnings: [ConfigurationWarning] {
+        var warnings: [ConfigurationWarning] = []
+        if apiKeys.isEmpty {
+            warnings.append(ConfigurationWarning(variable: "API_KEYS", problem: "is empty: every /v1 app route answers 401"))
+        }
+        if adminAPIKeys.isEmpty {
+            warnings.append(ConfigurationWarning(variable: "ADMIN_API_KEYS", problem: "is empty: every /v1/admin route answers 401"))
+        }
+        if appleSharedSecret == nil {
+            warnings.append(ConfigurationWarning(
+                variable: "APPLE_SHARED_SECRET",
+                problem: "is unset: Apple answers 21004 for subscription receipts and v1 notifications are refused"))
+        }
+        return warnings
+    }
+
+    /// Logs each of `warnings` as one `configuration_warning` line at `warn` level.
+    func logWarnings() {
+        for warning in warnings {
+            Log.warning("configuration_warning", ["variable": warning.variable, "problem": warning.problem])
+        }
+    }
+
     /// Checks what `serve` needs beyond what every subcommand needs.
     func validateForServing() throws(ConfigurationError) {
         guard databaseURL != nil else {
             throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
         }
     }
+}
+
+/// A valid setting that leaves part of the service unusable (`Configuration.warnings`).
+struct ConfigurationWarning: Equatable, Sendable {
+    var variable: String
+    var problem: String
 }
 
 /// Typed, validated reads of environment variables; empty values count as unset.
@@ -134,6 +166,18 @@ private struct EnvironmentReader {
             throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL, got '\(raw)'")
         }
         return raw
+    }
+
+    /// A path, `fallback` when unset, that must name a readable file (not a directory).
+    func readableFile(_ name: String, default fallback: String) throws(ConfigurationError) -> String {
+        let path = string(name) ?? fallback
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+              FileManager.default.isReadableFile(atPath: path) else {
+            let named = string(name) == nil ? "is unset and its default" : "names"
+            throw ConfigurationError(variable: name, problem: "\(named) '\(path)', which is not a readable file")
+        }
+        return path
     }
 
     /// Certificates from a comma-separated list of DER or PEM files (a PEM file may hold several); nil when unset.

@@ -1,17 +1,20 @@
 import ServiceRuntime
 /// Runs `body` every `intervalMs` on the loop, never two runs at once, until stopped. When a run reports
-/// that it found a full batch, the next run starts at once instead of waiting for the interval.
+/// that it found a full batch, the next run starts at once instead of waiting for the interval. A run that
+/// throws is retried at the next interval; a series of failures is logged once as `worker_failing` (with the
+/// first error) and once as `worker_recovered` when a run succeeds again (`WorkerHealth`).
 @Loop
 final class PeriodicWorker {
     private let name: String
     private let intervalMs: UInt64
-    private let body: @Loop () async -> Bool
+    private let body: @Loop () async throws -> Bool
     private let timer = LoopTimer()
     private var running: Task<Void, Never>?
     private var stopped = false
+    private var health = WorkerHealth()
 
     /// - Parameter body: one run; returns true when more work is waiting.
-    init(name: String, intervalMs: UInt64, body: @escaping @Loop () async -> Bool) {
+    init(name: String, intervalMs: UInt64, body: @escaping @Loop () async throws -> Bool) {
         self.name = name
         self.intervalMs = intervalMs
         self.body = body
@@ -25,10 +28,25 @@ final class PeriodicWorker {
         guard !stopped else { return }
         timer.start(after: milliseconds) { [self] in
             running = Task { @Loop in
-                let more = await body()
+                var more = false
+                do {
+                    more = try await body()
+                    log(health.runSucceeded())
+                } catch {
+                    Log.debug("worker_run_failed", ["worker": name, "error": String(describing: error)])
+                    log(health.runFailed(String(describing: error)))
+                }
                 running = nil
                 schedule(after: more ? 0 : intervalMs)
             }
+        }
+    }
+
+    private func log(_ change: WorkerHealth.Change?) {
+        switch change {
+        case .failing(let error): Log.error("worker_failing", ["worker": name, "error": error])
+        case .recovered(let failedRuns): Log.info("worker_recovered", ["worker": name, "failed_runs": failedRuns])
+        case nil: break
         }
     }
 

@@ -89,32 +89,46 @@ final class ReceiptService {
                         context: .init(poster: userID, movesOwnership: true, actor: actor, verificationID: id, orderID: orderID))
                     Log.info("receipt_verified", ["verification_id": id, "user_id": userID, "environment": environment.rawValue,
                                                   "apple_status": response.status, "new_transactions": recorded.newTransactions])
+                    count("verified", appleStatus: response.status)
                     return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)
                 } catch let conflict as OwnershipConflict {
                     try await submissions.reject(id, appleStatus: response.status, detail: "purchase \(conflict.originalTransactionID) belongs to another user")
                     Log.info("receipt_conflict", ["verification_id": id, "user_id": userID, "original_transaction_id": conflict.originalTransactionID])
+                    count("conflict", appleStatus: response.status)
                     return .conflict(originalTransactionID: conflict.originalTransactionID)
                 }
             case .rejected(let appleStatus, let detail):
                 try await submissions.reject(id, appleStatus: appleStatus, detail: detail)
                 Log.info("receipt_rejected", ["verification_id": id, "apple_status": appleStatus, "detail": detail])
+                count("rejected", appleStatus: appleStatus)
                 return .rejected(appleStatus: appleStatus, detail: detail)
             case .configurationError(let appleStatus, let detail):
                 let delay = retry.randomDelayMs(attempt: attempts)
                 try await submissions.reschedule(id, status: .failed, appleStatus: appleStatus, error: detail, delayMs: delay)
                 Log.error("apple_configuration_error", ["verification_id": id, "apple_status": appleStatus, "detail": detail, "retry_in_ms": delay])
+                count("configuration_error", appleStatus: appleStatus)
                 return .configurationError(appleStatus: appleStatus, detail: detail)
             case .retryLater(let appleStatus, let reason):
                 let delay = retry.randomDelayMs(attempt: attempts)
                 try await submissions.reschedule(id, status: .pending, appleStatus: appleStatus, error: reason, delayMs: delay)
                 Log.warning("receipt_retry_scheduled", ["verification_id": id, "apple_status": appleStatus, "reason": reason, "retry_in_ms": delay])
+                count("retry_later", appleStatus: appleStatus)
                 return .pending
             }
         } catch {
             // The database failed us: the submission stays claimed until its lease ends, then the worker retries it.
             Log.error("receipt_attempt_failed", ["verification_id": id, "error": String(describing: error)])
+            count("database_error", appleStatus: nil)
             return .pending
         }
+    }
+
+    /// Counts one attempt in `receipt_verifications_total` by how it ended and Apple's status (`none` when
+    /// Apple gave none: a transport failure, another bundle's receipt, or the database failing).
+    private func count(_ outcome: String, appleStatus: Int?) {
+        Metrics.shared.increment(
+            "receipt_verifications_total", "Verification attempts of posted receipts (posts and retries), by outcome and Apple's status.",
+            labels: ["outcome": outcome, "apple_status": appleStatus.map(String.init) ?? "none"])
     }
 
     /// How many verifications this process runs now.

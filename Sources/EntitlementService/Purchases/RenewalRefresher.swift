@@ -11,27 +11,22 @@ enum RenewalRefresher {
 
     static func make(service: ReceiptService, intervalMs: UInt64) -> PeriodicWorker {
         PeriodicWorker(name: "renewal-refresher", intervalMs: intervalMs) {
-            do {
-                let due = try await service.db.query("""
-                    WITH due AS (
-                        SELECT original_transaction_id FROM subscriptions
-                         WHERE next_refresh_at <= now() AND latest_receipt IS NOT NULL
-                         ORDER BY next_refresh_at LIMIT $1
-                         FOR UPDATE SKIP LOCKED)
-                    UPDATE subscriptions s
-                       SET next_refresh_at = now() + make_interval(secs => $2::double precision / 1000),
-                           refresh_attempts = s.refresh_attempts + 1
-                      FROM due WHERE s.original_transaction_id = due.original_transaction_id
-                    RETURNING s.original_transaction_id, s.latest_receipt, s.environment, s.refresh_attempts,
-                              (SELECT user_id FROM purchase_owners o WHERE o.original_transaction_id = s.original_transaction_id) AS owner
-                    """, [batchSize, service.leaseMs]).rows
-                let refreshes = due.map { row in Task { @Loop in await refresh(row, service: service) } }
-                for refresh in refreshes { await refresh.value }
-                return due.count == batchSize
-            } catch {
-                Log.error("renewal_refresher_failed", ["error": String(describing: error)])
-                return false
-            }
+            let due = try await service.db.query("""
+                WITH due AS (
+                    SELECT original_transaction_id FROM subscriptions
+                     WHERE next_refresh_at <= now() AND latest_receipt IS NOT NULL
+                     ORDER BY next_refresh_at LIMIT $1
+                     FOR UPDATE SKIP LOCKED)
+                UPDATE subscriptions s
+                   SET next_refresh_at = now() + make_interval(secs => $2::double precision / 1000),
+                       refresh_attempts = s.refresh_attempts + 1
+                  FROM due WHERE s.original_transaction_id = due.original_transaction_id
+                RETURNING s.original_transaction_id, s.latest_receipt, s.environment, s.refresh_attempts,
+                          (SELECT user_id FROM purchase_owners o WHERE o.original_transaction_id = s.original_transaction_id) AS owner
+                """, [batchSize, service.leaseMs]).rows
+            let refreshes = due.map { row in Task { @Loop in await refresh(row, service: service) } }
+            for refresh in refreshes { await refresh.value }
+            return due.count == batchSize
         }
     }
 

@@ -7,15 +7,10 @@ enum RetryWorker {
 
     static func make(service: ReceiptService, intervalMs: UInt64) -> PeriodicWorker {
         PeriodicWorker(name: "retry", intervalMs: intervalMs) {
-            do {
-                let due = try await service.submissions.claimDue(limit: batchSize, leaseMs: service.leaseMs)
-                let attempts = due.map { submission in Task { @Loop in _ = await service.retry(submission) } }
-                for attempt in attempts { await attempt.value }
-                return due.count == batchSize
-            } catch {
-                Log.error("retry_worker_failed", ["error": String(describing: error)])
-                return false
-            }
+            let due = try await service.submissions.claimDue(limit: batchSize, leaseMs: service.leaseMs)
+            let attempts = due.map { submission in Task { @Loop in _ = await service.retry(submission) } }
+            for attempt in attempts { await attempt.value }
+            return due.count == batchSize
         }
     }
 }

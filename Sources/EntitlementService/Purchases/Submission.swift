@@ -120,6 +120,16 @@ struct SubmissionStore {
             """, [id, appleStatus, detail])
     }
 
+    /// How many submissions await a final answer (pending or failed, so retried), and the age in seconds of
+    /// the oldest of them (0 when there is none).
+    func backlog() async throws -> (count: Int, oldestAgeSeconds: Double) {
+        let row = try await db.query("""
+            SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
+              FROM receipt_submissions WHERE status IN ('pending', 'failed')
+            """, []).single()
+        return (try row.int("count"), try row.double("oldest"))
+    }
+
     /// The submission with this id, if any.
     func find(_ id: String) async throws -> Submission? {
         try await db.query("SELECT \(Submission.columns) FROM receipt_submissions WHERE verification_id = $1::uuid", [id])

@@ -30,10 +30,16 @@ public final class HTTPServer {
         self.metrics = metrics
     }
 
-    /// Binds and listens; returns the bound port (the chosen one when the configuration says 0).
+    /// Binds the configuration's host and port and listens; returns the bound port (the chosen one when the
+    /// configuration says 0). A port another socket listens on fails with EADDRINUSE.
     public func start() throws -> Int {
+        try start(socket: ListeningSocket.bind(host: configuration.host, port: configuration.port))
+    }
+
+    /// Listens on `fd`, a bound TCP socket (`ListeningSocket.bind`) or one already listening that a parent
+    /// process handed down; the server owns it from now on. Returns its port.
+    public func start(socket fd: Int32) throws -> Int {
         precondition(listener == nil && !shuttingDown, "HTTPServer.start called twice")
-        let fd = try ListeningSocket.bind(host: configuration.host, port: configuration.port, reusePort: configuration.reusePort)
         let handle = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         uv_tcp_init(EventLoop.shared.uv, handle)
         var status = uv_tcp_open(handle, uv_os_sock_t(fd))

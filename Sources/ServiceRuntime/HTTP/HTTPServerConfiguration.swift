@@ -22,8 +22,6 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var maxHeaders: Int
     /// Pipelined requests held (received, running or being written) before the connection stops reading.
     public var maxPendingRequests: Int
-    /// Sets SO_REUSEPORT so several processes can listen on the same port and share its connections.
-    public var reusePort: Bool
     /// The listen backlog.
     public var backlog: Int
 
@@ -31,7 +29,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 1024,
         headerTimeoutMs: Int = 10_000, idleTimeoutMs: Int = 60_000, lingerTimeoutMs: Int = 2_000,
         maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxHeaders: Int = 100,
-        maxPendingRequests: Int = 8, reusePort: Bool = true, backlog: Int = 1024
+        maxPendingRequests: Int = 8, backlog: Int = 1024
     ) {
         self.host = host
         self.port = port
@@ -43,7 +41,6 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaders = maxHeaders
         self.maxPendingRequests = maxPendingRequests
-        self.reusePort = reusePort
         self.backlog = backlog
     }
 }

@@ -6,11 +6,12 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
     public var description: String
 }
 
-/// Creates the listening socket by hand, since libuv 1.44 has no SO_REUSEPORT flag: socket, options, bind;
-/// libuv adopts the bound descriptor with `uv_tcp_open`.
-enum ListeningSocket {
-    /// A bound, non-blocking TCP socket for `host` (an IPv4 or IPv6 literal) and `port`.
-    static func bind(host: String, port: Int, reusePort: Bool) throws -> Int32 {
+/// Creates the listening socket by hand (socket, options, bind), so a process can bind before it is ready to
+/// serve and hand the descriptor to copies of itself; libuv adopts it with `uv_tcp_open`. Without
+/// SO_REUSEPORT: a port in use fails with EADDRINUSE.
+public enum ListeningSocket {
+    /// A bound, non-blocking TCP socket for `host` (an IPv4 or IPv6 literal) and `port` (0 picks a free one).
+    public static func bind(host: String, port: Int) throws -> Int32 {
         guard (0...65535).contains(port) else { throw HTTPServerError(description: "port \(port) is out of range") }
         var address = sockaddr_storage()
         let length: socklen_t
@@ -26,8 +27,7 @@ enum ListeningSocket {
         }
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw failure("socket", host, port) }
-        guard cuv_setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) == 0,
-              !reusePort || cuv_setsockopt_int(fd, SOL_SOCKET, SO_REUSEPORT, 1) == 0 else {
+        guard cuv_setsockopt_int(fd, SOL_SOCKET, SO_REUSEADDR, 1) == 0 else {
             let error = failure("setsockopt", host, port)
             close(fd)
             throw error
@@ -39,6 +39,13 @@ enum ListeningSocket {
             throw error
         }
         return fd
+    }
+
+    /// Whether `fd` is a TCP socket that listens (`SO_ACCEPTCONN`), such as one inherited from a parent process.
+    public static func isListening(_ fd: Int32) -> Bool {
+        var value: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &length) == 0 && value == 1
     }
 
     /// The local port of a bound uv TCP handle.

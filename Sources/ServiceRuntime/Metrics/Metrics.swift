@@ -1,8 +1,8 @@
 /// The process's metrics, rendered in the Prometheus text format for `GET /metrics`.
 ///
 /// HTTP traffic is recorded by the server (`http_requests_total`, `http_request_duration_seconds`); other
-/// parts of the service register sampled values (pool sizes, loop lag) as closures read at each scrape.
-/// Everything lives on the loop, so recording costs no lock.
+/// parts of the service count events by label (`increment`) or register sampled values (pool sizes, loop lag,
+/// process figures) as closures read at each scrape. Everything lives on the loop, so recording costs no lock.
 @Loop
 public final class Metrics {
     /// The registry `/metrics` serves.
@@ -41,8 +41,16 @@ public final class Metrics {
         var read: @Loop () -> Double
     }
 
+    private struct Counter {
+        var help: String
+        var labelNames: [String]
+        /// Counts by label values, in `labelNames`' order.
+        var counts: [[String]: Int] = [:]
+    }
+
     private var requests: [RequestKey: Int] = [:]
     private var durations: [String: Histogram] = [:]
+    private var counters: [String: Counter] = [:]
     private var sampled: [Sampled] = []
 
     public init() {}
@@ -52,6 +60,12 @@ public final class Metrics {
         requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
         guard let durationSeconds else { return }
         durations[route, default: Histogram()].observe(durationSeconds)
+    }
+
+    /// Adds one to the counter `name` for these label values. Every call for one name passes the same label
+    /// names in the same order.
+    public func increment(_ name: String, _ help: String, labels: KeyValuePairs<String, String> = [:]) {
+        counters[name, default: Counter(help: help, labelNames: labels.map(\.key))].counts[labels.map(\.value), default: 0] += 1
     }
 
     /// Registers a gauge read at every scrape. Several registrations may share a name with different labels;
@@ -92,6 +106,13 @@ public final class Metrics {
             }
             out += "http_request_duration_seconds_sum\(Self.labels([("route", route)])) \(Self.number(histogram.sum))\n"
             out += "http_request_duration_seconds_count\(Self.labels([("route", route)])) \(histogram.count)\n"
+        }
+        for name in counters.keys.sorted() {
+            let counter = counters[name]!
+            out += "# HELP \(name) \(counter.help)\n# TYPE \(name) counter\n"
+            for values in counter.counts.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+                out += "\(name)\(Self.labels(Array(zip(counter.labelNames, values)))) \(counter.counts[values]!)\n"
+            }
         }
         var described: Set<String> = []
         for metric in sampled.sorted(by: { $0.name < $1.name }) {

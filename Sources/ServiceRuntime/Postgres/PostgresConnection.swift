@@ -42,10 +42,10 @@ public final class PostgresConnection {
         let continuation: CheckedContinuation<[PostgresResult], Error>
         var results: [PostgresResult] = []
         var error: PostgresError?
-        /// Statements this pipeline prepares, remembered as prepared once it succeeds.
-        var preparing: [(sql: String, name: String)] = []
-        /// Positions in `results` of the prepare steps' own results, which callers never see.
-        var prepareResults: Set<Int> = []
+        /// Statements this pipeline prepares, with the position of each prepare step's own result in `results`
+        /// (callers never see those). Each one the server accepted is remembered as prepared, even when a later
+        /// step fails: prepared statements outlive the failed implicit transaction.
+        var preparing: [(sql: String, name: String, position: Int)] = []
     }
 
     /// Statements prepared on this connection by pipelines (SQL text → statement name), so PostgreSQL parses
@@ -247,12 +247,14 @@ public final class PostgresConnection {
             return .pipelineExited(PQexitPipelineMode(connection) == 1)
         case .deliver(let request, let next):
             if let done = pending.removeValue(forKey: request.id) {
+                // Up to the first failure every step has its result here, in order; after it, none has.
+                for step in done.preparing where step.position < done.results.count { prepared[step.sql] = step.name }
                 if let error = done.error {
                     done.continuation.resume(throwing: error)
                 } else {
-                    for (sql, name) in done.preparing { prepared[sql] = name }
-                    let results = done.prepareResults.isEmpty ? done.results
-                        : done.results.enumerated().filter { !done.prepareResults.contains($0.offset) }.map(\.element)
+                    let hidden = Set(done.preparing.map(\.position))
+                    let results = hidden.isEmpty ? done.results
+                        : done.results.enumerated().filter { !hidden.contains($0.offset) }.map(\.element)
                     done.continuation.resume(returning: results)
                 }
             }
@@ -339,9 +341,8 @@ public final class PostgresConnection {
                     PQsendPrepare(connection, fresh, statement.sql, Int32(statement.types.count), types.baseAddress) == 1
                 }
                 guard accepted else { return false }
-                pending[id]?.preparing.append((statement.sql, fresh))
+                pending[id]?.preparing.append((statement.sql, fresh, position))
                 preparedHere[statement.sql] = fresh
-                pending[id]?.prepareResults.insert(position)
                 position += 1
                 name = fresh
             }

@@ -66,6 +66,16 @@ final class RawHTTPClient: @unchecked Sendable {
 
     deinit { Glibc.close(fd) }
 
+    /// The client end's port, which names the connection among the server's sockets.
+    var localPort: Int {
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
     /// Sends every byte, waiting at most `timeout` seconds for the socket to take them.
     func send(_ bytes: [UInt8], timeout: Double = 5) throws {
         let deadline = Self.now() + timeout
