@@ -28,6 +28,10 @@ export TEST_DATABASE_URL="$PG_DATABASE_URL"
 export TEST_PG_DATA="$PGDIR" TEST_PG_BIN="$(pg_bindir)"
 echo "test database: $TEST_DATABASE_URL" >&2
 
+# The webhook tests' receiver: the standardwebhooks package from PyPI in a venv of its own (kept in .build).
+WEBHOOK_RECEIVER_PYTHON="$(scripts/webhook-receiver/run.sh "$ROOT/.build/webhook-receiver-venv")"
+export WEBHOOK_RECEIVER_PYTHON
+
 swift build --build-tests
 status=0
 # Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.

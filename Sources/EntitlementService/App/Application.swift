@@ -38,10 +38,10 @@ final class Application {
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
         let verifier = AppStoreClient(http: http, settings: AppStoreSettings(configuration))
         let retry = RetrySchedule(baseMs: configuration.retryBaseMs, maxMs: configuration.retryMaxMs)
-        receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
-                                  retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
-
         let events = EventRecorder(catalog: catalog, delivers: configuration.webhooks != nil)
+        receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
+                                  retry: retry, appleTimeoutMs: configuration.appleTimeoutMs, events: events)
+
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
@@ -121,10 +121,5 @@ final class Application {
         ProcessMetrics.register(on: Metrics.shared)
         guard let webhooks else { return }
         Metrics.shared.gauge("webhook_deliveries_in_flight", "Webhook requests in flight in this process") { Double(webhooks.inFlightCount) }
-        for outcome in ["delivered", "retry", "failed"] {
-            Metrics.shared.gauge("webhook_attempts", "Webhook attempts made by this process, by what followed", labels: ["outcome": outcome]) {
-                Double(webhooks.outcomes[outcome] ?? 0)
-            }
-        }
     }
 }

@@ -15,9 +15,10 @@ struct ConsumableLedger {
 
     /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
+        let catalog = try await events.catalog.current()
         do {
             return try await db.transaction { connection in
-                let watch = try await events.watch([userID], now: Date(), on: connection)
+                let watch = try await events.watch([userID], catalog: catalog, now: Date(), on: connection)
                 if try await connection.query("""
                     SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
                     """, [userID, currency, idempotencyKey]).rows.first != nil {

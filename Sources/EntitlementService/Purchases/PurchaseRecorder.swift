@@ -22,11 +22,14 @@ struct RecordedPurchases: Sendable {
 /// transaction, order fulfilment, audit events for transfers, and the submission marked verified.
 ///
 /// Every "once" rests on a unique key of the schema, so concurrent recordings of the same receipt cannot
-/// count anything twice; a conflict under `keep` rolls everything back.
+/// count anything twice; a conflict under `keep` rolls everything back. The webhook events of every user whose
+/// state the recording changes (the purchases' owners, the poster, both sides of a transfer) are written in the
+/// same transaction.
 @Loop
 struct PurchaseRecorder {
     let db: PostgresPool
     let restorePolicy: RestorePolicy
+    let events: EventRecorder
 
     /// Who posted, and under which submission (nil for the renewal refresher's re-verifications).
     struct Context: Sendable {
@@ -50,7 +53,22 @@ struct PurchaseRecorder {
     func record(transactions: [StoreTransaction], renewals renewalList: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
                 environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
         let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
-        return try await db.transaction { connection in
+        var unwatched: Set<String> = []
+        while true {
+            do {
+                return try await recordOnce(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
+                                            appleStatus: appleStatus, environment: environment, catalog: catalog, context: context,
+                                            alsoWatching: unwatched)
+            } catch let changed as EventScopeChanged where changed.users.isSubset(of: unwatched) == false {
+                unwatched.formUnion(changed.users)  // an owner changed under us: again, watching them too
+            }
+        }
+    }
+
+    private func recordOnce(transactions: [StoreTransaction], renewals: [String: RenewalInfo], latestReceipt: String?, appleStatus: Int,
+                            environment: StoreEnvironment, catalog: Catalog, context: Context,
+                            alsoWatching: Set<String>) async throws -> RecordedPurchases {
+        try await db.transaction { connection in
             if let id = context.verificationID {
                 let status = try await connection.query(
                     "SELECT status FROM receipt_submissions WHERE verification_id = $1::uuid FOR UPDATE", [id]).rows.first
@@ -58,6 +76,9 @@ struct PurchaseRecorder {
                     return RecordedPurchases(transferredFrom: [], newTransactions: 0)
                 }
             }
+            let purchases = Set(transactions.map(\.originalTransactionID))
+            let users = try await usersConcerned(transactions, context: context, on: connection)
+            let watch = try await events.watch(users.union(alsoWatching), catalog: catalog, now: Date(), on: connection)
             let inserted = try await insertTransactions(transactions, environment: environment, context: context, on: connection)
             let transfers = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
             try await updateSubscriptions(transactions, renewals: renewals, latestReceipt: latestReceipt,
@@ -72,14 +93,52 @@ struct PurchaseRecorder {
                      WHERE verification_id = $1::uuid
                     """, [id, appleStatus, environment.rawValue])
             }
-            return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
+            let report = AppStoreReport(transactions: transactions, newTransactionIDs: inserted,
+                                        productTypes: catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
+            let owners = try await owners(of: purchases, on: connection)
+            try await events.finish(watch, affected: Set(owners.values).union(transfers.map(\.from)), cause: { user in
+                if let moved = transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from) }
+                if let moved = transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to) }
+                return .appStore(report)
+            }, on: connection)
+            return RecordedPurchases(transferredFrom: Array(Set(transfers.map(\.from))).sorted(), newTransactions: inserted.count)
         }
+    }
+
+    /// Every user a recording of `transactions` may change, locking the purchases' owner rows: their owners now,
+    /// the users of orders their `app_account_token`s name, and the poster.
+    private func usersConcerned(_ transactions: [StoreTransaction], context: Context, on connection: PostgresConnection) async throws -> Set<String> {
+        var users: Set<String> = [context.poster]
+        let purchases = Set(transactions.map(\.originalTransactionID))
+        users.formUnion(try await owners(of: purchases, locking: true, on: connection).values)
+        let tokens = Set(transactions.compactMap { $0.appAccountToken?.lowercased() })
+        if !tokens.isEmpty {
+            users.formUnion(try await connection.query("""
+                SELECT user_id FROM orders WHERE app_account_token::text IN (SELECT jsonb_array_elements_text($1::jsonb))
+                """, [try PostgresJSON(encoding: tokens.sorted())]).rows.map { try $0.string("user_id") })
+        }
+        return users
+    }
+
+    /// The owner of each of `purchases` that has one (their rows locked, in id order, when `locking`).
+    private func owners(of purchases: Set<String>, locking: Bool = false, on connection: PostgresConnection) async throws -> [String: String] {
+        guard !purchases.isEmpty else { return [:] }
+        var owners: [String: String] = [:]
+        for row in try await connection.query("""
+            SELECT original_transaction_id, user_id FROM purchase_owners
+             WHERE original_transaction_id IN (SELECT jsonb_array_elements_text($1::jsonb))
+             ORDER BY original_transaction_id
+            \(locking ? "FOR UPDATE" : "")
+            """, [try PostgresJSON(encoding: purchases.sorted())]).rows {
+            owners[try row.string("original_transaction_id")] = try row.string("user_id")
+        }
+        return owners
     }
 
     /// Inserts unseen transactions and folds later facts (refund, upgrade, expiry) into known ones.
     private func insertTransactions(_ transactions: [StoreTransaction], environment: StoreEnvironment, context: Context,
-                                    on connection: PostgresConnection) async throws -> Int {
-        guard !transactions.isEmpty else { return 0 }
+                                    on connection: PostgresConnection) async throws -> Set<String> {
+        guard !transactions.isEmpty else { return [] }
         let rows = try await connection.query("""
             INSERT INTO app_store_transactions AS t (
                 transaction_id, original_transaction_id, product_id, environment, purchase_date, original_purchase_date,
@@ -103,14 +162,14 @@ struct PurchaseRecorder {
                 is_upgraded = t.is_upgraded OR EXCLUDED.is_upgraded,
                 app_account_token = COALESCE(t.app_account_token, EXCLUDED.app_account_token),
                 updated_at = now()
-            RETURNING (xmax = 0) AS inserted
+            RETURNING t.transaction_id, (xmax = 0) AS inserted
             """, [PostgresJSON(try TransactionRows.json(transactions)), environment.rawValue, context.verificationID])
-        return try rows.rows.filter { try $0.bool("inserted") }.count
+        return Set(try rows.rows.filter { try $0.bool("inserted") }.map { try $0.string("transaction_id") })
     }
 
-    /// Decides and applies the owner of every purchase in the receipt; returns the previous owners of moved ones.
+    /// Decides and applies the owner of every purchase in the receipt; returns the moves made.
     private func applyOwnership(_ transactions: [StoreTransaction], catalog: Catalog, context: Context,
-                                on connection: PostgresConnection) async throws -> [String] {
+                                on connection: PostgresConnection) async throws -> [(from: String, to: String)] {
         var orderUsers: [String: String] = [:]
         let tokens = Set(transactions.compactMap { $0.appAccountToken?.lowercased() })
         if !tokens.isEmpty {
@@ -148,7 +207,7 @@ struct PurchaseRecorder {
              FOR UPDATE
             """, [try PostgresJSON(encoding: purchases.keys.sorted())])
 
-        var transferredFrom: [String] = []
+        var transfers: [(from: String, to: String)] = []
         for row in owners.rows {
             let id = try row.string("original_transaction_id")
             let owner = try row.string("user_id")
@@ -167,10 +226,10 @@ struct PurchaseRecorder {
                                             before: try PostgresJSON(encoding: ["user_id": from]), after: try PostgresJSON(encoding: ["user_id": to]))
                 _ = try await connection.query(audit.sql, audit.parameters)
                 Log.info("ownership_transfer", ["original_transaction_id": id, "from": from, "to": to])
-                transferredFrom.append(from)
+                transfers.append((from, to))
             }
         }
-        return Array(Set(transferredFrom)).sorted()
+        return transfers
     }
 
     /// Folds the receipt's view of each auto-renewable subscription into `subscriptions`.

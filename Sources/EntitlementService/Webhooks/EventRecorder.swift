@@ -11,7 +11,7 @@ struct EventScopeChanged: Error, Sendable {
 /// Writes the webhook events of every change to users' entitlements or balances, inside the change's own
 /// transaction: the one place every write path goes through.
 ///
-/// A writing transaction calls ``watch(_:now:on:)`` with the users it may change before it changes anything (this
+/// A writing transaction reads the catalog (``catalog``) before it begins, calls ``watch(_:catalog:now:on:)`` with the users it may change before it changes anything (this
 /// locks their heads, so their changes follow one another), makes its change, then calls
 /// ``finish(_:affected:cause:on:)``, which evaluates each watched user after the change and writes an event when,
 /// and only when, what GET entitlements answers for them (entitlements and consumables, as written) differs from
@@ -33,6 +33,7 @@ struct EventRecorder {
 
     /// The users a transaction is about to change, locked, with what each held before the change.
     struct Watch {
+        var catalog: Catalog
         var now: Date
         var heads: [String: EventHead]
         var before: [String: EntitlementState]
@@ -41,10 +42,11 @@ struct EventRecorder {
     /// Locks the heads of `users` and reads what each holds before the change (their last written state, or,
     /// for a user never written or one whose state time has changed since, an evaluation at `now`). A transaction
     /// that changes nothing after all may end without ``finish(_:affected:cause:on:)``.
-    func watch(_ users: Set<String>, now: Date, on connection: PostgresConnection) async throws -> Watch {
+    /// `catalog` is the one the transaction evaluates with (read before it began: loading it inside could wait
+    /// for a connection that only a finished transaction frees).
+    func watch(_ users: Set<String>, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Watch {
         let heads = try await events.lockHeads(Array(users), on: connection)
-        let catalog = try await catalog.current()
-        var watch = Watch(now: now, heads: [:], before: [:])
+        var watch = Watch(catalog: catalog, now: now, heads: [:], before: [:])
         for var head in heads {
             if let state = head.state, head.nextChangeAt.map({ $0 > now }) ?? true {
                 watch.before[head.userID] = state
@@ -70,11 +72,10 @@ struct EventRecorder {
                 on connection: PostgresConnection) async throws -> [WebhookEvent] {
         let missing = affected.subtracting(watch.heads.keys)
         guard missing.isEmpty else { throw EventScopeChanged(users: missing) }
-        let catalog = try await catalog.current()
         var written: [WebhookEvent] = []
         for (userID, head) in watch.heads.sorted(by: { $0.key < $1.key }) {
             var head = head
-            let after = try await evaluate(userID, catalog: catalog, now: watch.now, on: connection)
+            let after = try await evaluate(userID, catalog: watch.catalog, now: watch.now, on: connection)
             if let event = try await writeEvent(from: watch.before[userID], to: after.state, cause: cause(userID), head: &head,
                                                 now: watch.now, on: connection) {
                 written.append(event)
@@ -88,10 +89,9 @@ struct EventRecorder {
 
     /// Writes the changes time alone made for up to `limit` users whose next change is due at `now` (heads claimed
     /// with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns how many it took.
-    func catchUp(limit: Int, now: Date, on connection: PostgresConnection) async throws -> Int {
+    func catchUp(limit: Int, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Int {
         let heads = try await events.claimDueHeads(limit: limit, now: now, on: connection)
         guard !heads.isEmpty else { return 0 }
-        let catalog = try await catalog.current()
         for var head in heads {
             let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
             try await writeEvent(from: head.state, to: current.state, cause: .timePassed, head: &head, now: now, on: connection)

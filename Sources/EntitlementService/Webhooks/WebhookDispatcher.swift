@@ -34,8 +34,6 @@ final class WebhookDispatcher {
     /// Set when a wake-up arrives during a claim: claim again as soon as it ends.
     private var claimAgain = false
     private var stopped = false
-    /// Attempts made by this process, by what followed (`delivered`, `retry`, `failed`).
-    private(set) var outcomes: [String: Int] = [:]
 
     /// - Parameter conninfo: the database, for a listener on `webhook_events` (new pending events wake the
     ///   dispatcher at commit); nil to rely on polling alone.
@@ -148,7 +146,8 @@ final class WebhookDispatcher {
             // The lease runs out and the event is sent again: at least once.
             Log.warning("webhook_record_failed", ["event_id": id, "error": String(describing: error)])
         }
-        outcomes[decision.label, default: 0] += 1
+        Metrics.shared.increment("webhook_attempts_total", "Webhook attempts made by this process, by what followed.",
+                                 labels: ["outcome": decision.label])
         switch decision {
         case .delivered:
             break
