@@ -62,10 +62,8 @@ final class WebhookReceiver: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        // SIGKILL: a child of the test process inherits its blocked SIGTERM.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 
     var url: String { "http://127.0.0.1:\(port)/hook" }
