@@ -137,4 +137,11 @@ if ! { scripts/signed-parity/run.sh "$WORK/signed-parity" "$ROOT/.build/signed-p
     echo "check_fake: FAILED" >&2
     status=1
 fi
+
+# Apple's own App Store Server API client (AppStoreServerAPIClient) against the same fake's Server API:
+# scripts/signed-parity/check_server_api.py, in the same venv.
+if ! "$ROOT/.build/signed-parity-venv/bin/python" scripts/signed-parity/check_server_api.py "http://127.0.0.1:$FAKE_PORT"; then
+    echo "check_server_api: FAILED" >&2
+    status=1
+fi
 exit "$status"

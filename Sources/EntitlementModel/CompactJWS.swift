@@ -5,6 +5,10 @@ import Foundation
 public struct CompactJWS: Sendable, Hashable {
     /// The header's `alg` (`ES256` for everything the App Store signs).
     public var algorithm: String?
+    /// The header's `kid` (the key id of an App Store Server API token).
+    public var keyID: String?
+    /// The header's `typ` (`JWT` on App Store Server API tokens).
+    public var type: String?
     /// The header's `x5c`: the DER certificates of the signing chain, leaf first; empty when absent.
     public var certificateChain: [[UInt8]]
     /// The decoded payload (JSON for the App Store).
@@ -33,10 +37,19 @@ public struct CompactJWS: Sendable, Hashable {
             }
         }
         algorithm = header["alg"] as? String
+        keyID = header["kid"] as? String
+        type = header["typ"] as? String
         certificateChain = chain
         self.payload = payload
         signingInput = Array(text.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         self.signature = signature
+    }
+
+    /// Encodes `bytes` as base64url without padding (RFC 7515 §2).
+    public static func base64URL(_ bytes: some Sequence<UInt8>) -> String {
+        var text = Data(bytes).base64EncodedString()
+        while text.last == "=" { text.removeLast() }
+        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
     }
 
     /// Decodes base64url without padding (RFC 7515 §2); nil when `part` holds other characters.

@@ -7,7 +7,10 @@ import Foundation
 /// Production is asked first; its "not found" (`4040010`, `4040005`, an order with `status` 1) or 401 is asked
 /// again of Sandbox, once. Sandbox's "not found" is final; a 401 from both is a configuration error (from
 /// Sandbox alone, after Production said "not found", it is one too). A 429 finishes the call as `rateLimited`
-/// (the caller shares the wait with every other request); retryable answers finish it as `retryLater`.
+/// (the caller shares the wait with every other request); retryable answers finish it as `retryLater`. After
+/// either, a caller with time left may `resend()` to the environment that could not answer, the flow keeping
+/// what it learnt (a fallback made, a key refused). A call about one environment's own data (notification
+/// history) is made with `fallsBackToSandbox: false`: it never leaves its first environment.
 public struct ServerAPIFlow: Sendable {
     /// What the caller must do next.
     public enum Action: Sendable, Hashable {
@@ -36,19 +39,24 @@ public struct ServerAPIFlow: Sendable {
     private enum State: Sendable {
         case idle
         case awaiting(StoreEnvironment)
+        /// Finished for now: `resend()` may ask this environment again.
+        case interrupted(StoreEnvironment)
         case finished
     }
 
     private var state: State = .idle
     private let firstEnvironment: StoreEnvironment
+    private let fallsBackToSandbox: Bool
     /// Whether Production's answer sent the call on to Sandbox.
     public private(set) var fellBackToSandbox = false
     /// Whether some environment refused the key (401).
     private var refusedKey = false
 
-    /// A call that first asks `firstEnvironment` (Production, unless the purchase is known to be Sandbox's).
-    public init(firstEnvironment: StoreEnvironment = .production) {
+    /// A call that first asks `firstEnvironment` (Production, unless the purchase is known to be Sandbox's)
+    /// and, unless `fallsBackToSandbox` is false, then Sandbox as described above.
+    public init(firstEnvironment: StoreEnvironment = .production, fallsBackToSandbox: Bool = true) {
         self.firstEnvironment = firstEnvironment
+        self.fallsBackToSandbox = fallsBackToSandbox
     }
 
     /// The environment of the request in flight, nil before `start()` and after the call finished.
@@ -61,6 +69,16 @@ public struct ServerAPIFlow: Sendable {
         guard case .idle = state else { preconditionFailure("ServerAPIFlow.start() called twice") }
         state = .awaiting(firstEnvironment)
         return .send(firstEnvironment)
+    }
+
+    /// Asks again the environment whose answer finished the call as `rateLimited` or `retryLater`, once the
+    /// caller has waited. Calling it after any other finish is a programming error.
+    public mutating func resend() -> Action {
+        guard case .interrupted(let environment) = state else {
+            preconditionFailure("ServerAPIFlow.resend() called when the call was not interrupted")
+        }
+        state = .awaiting(environment)
+        return .send(environment)
     }
 
     /// Takes the classified answer of the request in flight (`ServerAPIStatus`). Calling it with no request
@@ -82,9 +100,11 @@ public struct ServerAPIFlow: Sendable {
             if let next = fallback(from: environment) { return next }
             return finish(.configurationError(detail: "the App Store Server API refused the key (HTTP 401) in \(environment.rawValue)"))
         case .rateLimited(let until):
-            return finish(.rateLimited(until: until))
+            state = .interrupted(environment)
+            return .finish(.rateLimited(until: until))
         case .retryable(let errorCode):
-            return finish(.retryLater(detail: "Apple could not answer now" + (errorCode.map { " (errorCode \($0))" } ?? "")))
+            state = .interrupted(environment)
+            return .finish(.retryLater(detail: "Apple could not answer now" + (errorCode.map { " (errorCode \($0))" } ?? "")))
         case .rejected(let errorCode):
             return finish(errorCode == nil
                 ? .configurationError(detail: "the App Store Server API refused the request")
@@ -94,7 +114,7 @@ public struct ServerAPIFlow: Sendable {
 
     /// Production's negative answer goes on to Sandbox once; nil when there is nowhere left to ask.
     private mutating func fallback(from environment: StoreEnvironment) -> Action? {
-        guard environment == .production, !fellBackToSandbox else { return nil }
+        guard fallsBackToSandbox, environment == .production, !fellBackToSandbox else { return nil }
         fellBackToSandbox = true
         state = .awaiting(.sandbox)
         return .send(.sandbox)

@@ -1,22 +1,26 @@
-import ServiceRuntime
+import Crypto
 import Foundation
+import ServiceRuntime
 
 extension FakeAppStore {
     /// Runs `entitlement-service fake-app-store --port N [--host H] [--root-certificate-out PATH]`: reads the
-    /// `FAKE_APPLE_*` variables (`FakeAppStoreConfiguration(environment:)`), loads or makes the signing chain
+    /// `FAKE_APPLE_*` variables (`FakeAppStoreConfiguration(environment:)`), loads or makes the Server API key
+    /// (`FAKE_APPLE_API_KEY_FILE`) and the signing chain
     /// (`FAKE_APPLE_SIGNING_DIR`), writes its root certificate to `rootCertificateOut` (else
     /// `FAKE_APPLE_ROOT_CERTIFICATE_FILE`) before the port is bound, so that the file is there once the fake
     /// answers, serves until SIGINT or SIGTERM, then shuts down. Returns the process exit status: 0 after a
-    /// clean shutdown, 1 when the port cannot be bound, 2 for a bad variable or a signing chain that cannot
-    /// be loaded or written.
+    /// clean shutdown, 1 when the port cannot be bound, 2 for a bad variable, a key file that cannot be read
+    /// or written, or a signing chain that cannot be loaded or written.
     public static func runCommand(
         host: String, port: Int, rootCertificateOut: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) async -> Int32 {
         let configuration: FakeAppStoreConfiguration
         let chain: FakeSigningChain
+        let apiKey: P256.Signing.PrivateKey
         do {
             configuration = try FakeAppStoreConfiguration(environment: environment)
+            apiKey = try configuration.apiKeyFile.map(FakeServerAPIKey.loadOrCreate(path:)) ?? P256.Signing.PrivateKey()
         } catch {
             Log.error("fake_app_store_configuration_invalid", ["error": error.description])
             return 2
@@ -31,7 +35,7 @@ extension FakeAppStore {
             Log.error("fake_app_store_signing_chain_failed", ["error": error.description])
             return 2
         }
-        let fake = FakeAppStore(configuration: configuration, signingChain: chain)
+        let fake = FakeAppStore(configuration: configuration, signingChain: chain, serverAPIKey: apiKey)
         do {
             _ = try fake.start(host: host, port: port)
         } catch {

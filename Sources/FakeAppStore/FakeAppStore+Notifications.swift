@@ -29,6 +29,9 @@ extension FakeAppStore {
         var signedPayload: String
         /// The request body: `{"signedPayload": "..."}`.
         var body: [UInt8]
+        /// The environment its `data` names and the purchase it is about, for the notification history.
+        var environment: StoreEnvironment
+        var originalTransactionID: String?
     }
 
     /// The members a notification order may have (besides `url`, `parallel` and the batch's own).
@@ -84,7 +87,10 @@ extension FakeAppStore {
             signed = parts[0] + "." + FakeSigningChain.base64URL(Array(payload.jsonText.utf8)) + "." + parts[2]
         }
         let body = Array((["signedPayload": .string(signed)] as JSONValue).jsonText.utf8)
-        return SignedNotification(order: order, uuid: uuid, payload: payload, signedPayload: signed, body: body)
+        let transaction = order.transactionID.flatMap { storeKit.transactions[$0] }
+        return SignedNotification(order: order, uuid: uuid, payload: payload, signedPayload: signed, body: body,
+                                  environment: transaction?.environment ?? order.environment ?? .sandbox,
+                                  originalTransactionID: transaction?.originalTransactionID)
     }
 
     /// Sends `notification` to `url` as many times as it asks, one after the other or, when `parallel`, all
@@ -95,11 +101,10 @@ extension FakeAppStore {
         }
         guard parallel else {
             var outcomes: [JSONValue] = []
-            for _ in 0..<notification.order.copies { outcomes.append(await post(notification.body, to: url)) }
+            for _ in 0..<notification.order.copies { outcomes.append(await post(notification, to: url)) }
             return outcomes
         }
-        let body = notification.body
-        let copies = (0..<notification.order.copies).map { _ in Task { @Loop in await self.post(body, to: url) } }
+        let copies = (0..<notification.order.copies).map { _ in Task { @Loop in await self.post(notification, to: url) } }
         var outcomes: [JSONValue] = []
         for copy in copies { outcomes.append(await copy.value) }
         return outcomes
@@ -130,7 +135,7 @@ extension FakeAppStore {
                     if notification.order.delayMs > 0, await !self.hold(milliseconds: notification.order.delayMs) {
                         done.append((index, Self.released))
                     } else {
-                        done.append((index, await self.post(notification.body, to: url)))
+                        done.append((index, await self.post(notification, to: url)))
                     }
                 }
                 return done
@@ -146,14 +151,34 @@ extension FakeAppStore {
     /// The outcome of a delivery whose delay a reset or the shutdown cut short: it was not sent.
     private static let released: JSONValue = ["status": nil, "error": "not sent: released by a reset or the shutdown"]
 
-    /// One POST of `body` to `url`.
-    private func post(_ body: [UInt8], to url: String) async -> JSONValue {
+    /// One POST of `notification` to `url`, recorded as an attempt in the notification history (unless the
+    /// notification is tampered, which Apple never sends).
+    private func post(_ notification: SignedNotification, to url: String) async -> JSONValue {
+        let attempted = Self.nowMs()
+        let outcome: JSONValue, result: String
         do {
-            let response = try await notifier.post(url: url, body: body, headers: [("Content-Type", "application/json")])
-            return ["status": .int(response.status)]
+            let response = try await notifier.post(url: url, body: notification.body, headers: [("Content-Type", "application/json")])
+            outcome = ["status": .int(response.status)]
+            result = (200..<300).contains(response.status) ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
         } catch {
-            return ["status": nil, "error": .string(error.description)]
+            outcome = ["status": nil, "error": .string(error.description)]
+            result = switch error.kind {
+            case .timeout: "TIMED_OUT"
+            case .connect: "NO_RESPONSE"
+            case .tls: "TLS_ISSUE"
+            case .connectionDropped: "PREMATURE_CLOSE"
+            default: "OTHER"
+            }
         }
+        if !notification.order.tamper {
+            notificationLog.record(
+                FakeNotificationLog.Entry(
+                    uuid: notification.uuid, signedPayload: notification.signedPayload, environment: notification.environment,
+                    type: notification.order.type, subtype: notification.order.subtype,
+                    originalTransactionID: notification.originalTransactionID, attempts: []),
+                attempt: attempted, result: result)
+        }
+        return outcome
     }
 
     /// What a control request answers about one notification it sent.
@@ -187,7 +212,7 @@ private final class DeliveryQueue {
 }
 
 /// A small seeded generator (SplitMix64), so that a batch's order can be replayed.
-private struct SplitMix64: RandomNumberGenerator {
+struct SplitMix64: RandomNumberGenerator {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed }

@@ -44,7 +44,7 @@ extension FakeAppStore {
     private static let purchaseKeys: Set<String> = [
         "product_id", "type", "app_account_token", "environment", "quantity", "purchase_date", "expires_date",
         "original_transaction_id", "transaction_id", "period", "price", "currency", "storefront",
-        "in_app_ownership_type", "subscription_group_identifier", "notify",
+        "in_app_ownership_type", "subscription_group_identifier", "notify", "customer", "order_id",
     ]
 
     private static let productTypes = Dictionary(uniqueKeysWithValues: ProductType.allCases.map { ($0.rawValue, $0) })
@@ -75,6 +75,13 @@ extension FakeAppStore {
         purchase.storefront = try body.code("storefront", "an ISO 3166-1 alpha-3 code such as \"USA\"")
         purchase.ownership = try body.choice("in_app_ownership_type", ["PURCHASED": Ownership.purchased, "FAMILY_SHARED": .familyShared])
         purchase.subscriptionGroupIdentifier = try body.string("subscription_group_identifier")
+        purchase.customer = try body.string("customer")
+        if let order = try body.string("order_id") {
+            guard order.utf8.count <= 64, order.utf8.allSatisfy({ (48...57).contains($0) || (65...90).contains($0) }) else {
+                throw body.problem("order_id", "capital letters and digits, such as \"MV3ZZZZZZZ\"")
+            }
+            purchase.orderID = order
+        }
         let notify = try notifyRequest(body)
         let now = Self.nowMs()
         let change = try storeKitChange { (store: inout FakeStoreKit) throws(FakeStoreKitError) in try store.purchase(purchase, now: now) }
@@ -95,7 +102,7 @@ extension FakeAppStore {
             "transactions": .array(chain.map { transaction in
                 let payload = FakeStoreKit.payload(transaction, signedDate: now)
                 return [
-                    "transaction_id": .string(transaction.transactionID),
+                    "transaction_id": .string(transaction.transactionID), "order_id": .string(transaction.orderID),
                     "signed_transaction": .string(signingChain.sign(payload)), "payload": payload,
                 ]
             }),
@@ -208,6 +215,8 @@ extension FakeAppStore {
             "transaction_id": .string(transaction.transactionID),
             "original_transaction_id": .string(transaction.originalTransactionID),
             "type": .string(transaction.type.rawValue),
+            "order_id": .string(transaction.orderID),
+            "customer": .string(transaction.customer),
             "signed_transaction": .string(signingChain.sign(payload)),
             "payload": payload,
             "notification_type": .string(change.notificationType),

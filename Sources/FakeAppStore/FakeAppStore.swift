@@ -1,6 +1,7 @@
-import ServiceRuntime
+import Crypto
 import EntitlementModel
 import Foundation
+import ServiceRuntime
 
 /// A fake of the App Store (Apple's legacy verifyReceipt service, and StoreKit 2's signed transactions and
 /// server notifications), served by the project's own HTTP server on the loop, for tests, demos, staging and
@@ -14,8 +15,9 @@ import Foundation
 ///   answers for one receipt, taken in order, the last repeating (steps: `FakeStep`).
 /// - `PUT /control/config` `{"shared_secret": "..."|null, "latency_ms": N, "outage": bool}`; `GET` reads it.
 /// - `GET /control/requests`: what was received (counts per endpoint, the passwords seen, the newest requests).
-/// - `POST /control/reset`: back to the start configuration; held requests are released and the StoreKit
-///   purchases forgotten (the signing chain stays).
+/// - `POST /control/reset`: back to the start configuration; held requests are released, and the StoreKit
+///   purchases, the notifications sent and the Server API's settings, scenarios and log forgotten (the
+///   signing chain and the Server API key stay).
 ///
 /// StoreKit 2: the fake sells purchases (`FakeStoreKit`) and signs them, and the server notifications about
 /// them, with its `FakeSigningChain` (bundle id and app Apple id from the configuration). Dates in bodies are
@@ -28,12 +30,15 @@ import Foundation
 ///   "non_renewing", "app_account_token"?, "environment"?: "Sandbox" (default)|"Production", "quantity"?,
 ///   "purchase_date"?, "expires_date"?, "period"?: "P1M", "original_transaction_id"?, "transaction_id"?,
 ///   "price"?: milliunits, "currency"?, "storefront"?, "in_app_ownership_type"?,
-///   "subscription_group_identifier"?, "notify"?}` → 201 with the purchase answer (below). An auto-renewable
+///   "subscription_group_identifier"?, "customer"?, "order_id"?, "notify"?}` → 201 with the purchase answer
+///   (below). `customer` names the App Store account (default `customer`): the Server API's history and
+///   statuses are per customer; `order_id` adds the purchase to an order of that customer and environment
+///   (default a new order; each renewal and upgrade is a new order too). An auto-renewable
 ///   subscription expires one `period` after its purchase unless `expires_date` says otherwise; a
 ///   non-renewing one carries `expires_date` only when given (Apple sends none). With
 ///   `original_transaction_id` it is the next period of that subscription (as `renew`).
 /// - `GET /control/storekit/purchases/{original_transaction_id}`: `{"original_transaction_id", "type",
-///   "transactions": [{"transaction_id", "signed_transaction", "payload"}], "signed_renewal_info"?,
+///   "transactions": [{"transaction_id", "order_id", "signed_transaction", "payload"}], "signed_renewal_info"?,
 ///   "renewal_info"?, "status"?}`.
 /// - `POST /control/storekit/purchases/{original_transaction_id}/{action}` with an optional body: `renew`
 ///   `{"product_id"?, "transaction_id"?, "purchase_date"?, "expires_date"?}`; `refund` and `revoke` (Family
@@ -43,8 +48,8 @@ import Foundation
 ///   `upgrade` `{"product_id", "transaction_id"?, "expires_date"?}`; `downgrade` `{"product_id"}`. Each may
 ///   carry `"notify"`. Refunds work on every purchase, the rest on auto-renewable subscriptions (else 409).
 ///   → 200 with the purchase answer.
-/// - The purchase answer: `{"transaction_id", "original_transaction_id", "type", "signed_transaction",
-///   "payload", "notification_type", "subtype", "signed_renewal_info"?, "renewal_info"?, "status"?,
+/// - The purchase answer: `{"transaction_id", "original_transaction_id", "type", "order_id", "customer",
+///   "signed_transaction", "payload", "notification_type", "subtype", "signed_renewal_info"?, "renewal_info"?, "status"?,
 ///   "notification"?}`: the transaction concerned (new, refunded…) signed now, the renewal info and Apple's
 ///   status (1 active … 5 revoked) of a subscription, the notification Apple would send, and with
 ///   `notify` `{"url", ...}` (the members of `POST /control/storekit/notifications`, type and transaction
@@ -65,6 +70,10 @@ import Foundation
 ///   "order": [index of the notification of each delivery, in sending order], "notifications":
 ///   [{"notification_uuid", "notification_type", "transaction_id", "statuses": [N|null]}]}`.
 ///
+/// The App Store Server API (Apple's endpoints at Apple's paths, answered from the same purchases and the
+/// notifications sent) and its control API (`/control/server-api/...`) are documented on the extension in
+/// FakeAppStore+ServerAPI.swift.
+///
 /// Latency and delays wait on loop timers, never blocking the loop; notifications go out through the
 /// runtime's `HTTPClient` (libcurl on the loop). A stalled request is held until a reset or the shutdown
 /// releases it with a 503 (its client has normally given up long before).
@@ -75,6 +84,11 @@ public final class FakeAppStore {
     public let signingChain: FakeSigningChain
     var state: FakeAppStoreState
     var storeKit: FakeStoreKit
+    /// The notifications sent, for the Server API's notification history.
+    var notificationLog = FakeNotificationLog()
+    /// The key whose tokens the Server API accepts (its `.p8` is served at `GET /control/server-api`).
+    public let serverAPIKey: P256.Signing.PrivateKey
+    var serverAPI = FakeServerAPIState()
     /// Sends the server notifications.
     private(set) lazy var notifier = HTTPClient(configuration: HTTPClientConfiguration(connectTimeoutMs: 2_000, totalTimeoutMs: 10_000))
     private var server: HTTPServer?
@@ -82,10 +96,13 @@ public final class FakeAppStore {
     private var nextHold = 0
     private var shuttingDown = false
 
-    /// A fake signing with `signingChain` (a fresh one unless given).
-    public init(configuration: FakeAppStoreConfiguration, signingChain: FakeSigningChain = .make()) {
+    /// A fake signing with `signingChain` and accepting Server API tokens of `serverAPIKey` (fresh ones
+    /// unless given).
+    public init(configuration: FakeAppStoreConfiguration, signingChain: FakeSigningChain = .make(),
+                serverAPIKey: P256.Signing.PrivateKey = P256.Signing.PrivateKey()) {
         self.configuration = configuration
         self.signingChain = signingChain
+        self.serverAPIKey = serverAPIKey
         state = FakeAppStoreState(configuration: configuration)
         storeKit = FakeStoreKit(settings: .init(bundleID: configuration.bundleID, appAppleID: configuration.appAppleID))
     }
@@ -127,10 +144,13 @@ public final class FakeAppStore {
         router.post("/control/reset") { [unowned self] _ in
             state.reset()
             storeKit.reset()
+            notificationLog.reset()
+            serverAPI.reset()
             releaseHolds()
             return .json(["reset": true] as JSONValue)
         }
         addStoreKitRoutes(to: router)
+        addServerAPIRoutes(to: router)
     }
 
     // MARK: - verifyReceipt
@@ -138,12 +158,12 @@ public final class FakeAppStore {
     private func verifyReceipt(_ request: HTTPRequest, environment: StoreEnvironment) async -> HTTPResponse {
         let reply = state.verify(environment: environment, body: request.body, now: Date())
         if reply.delayMs > 0, await !hold(milliseconds: reply.delayMs) {
-            return Self.released
+            return Self.releasedResponse
         }
         switch reply.action {
         case .stall:
             _ = await hold(milliseconds: nil)
-            return Self.released
+            return Self.releasedResponse
         case .drop:
             return .dropConnection
         case .respond(let status, let body):
@@ -154,7 +174,7 @@ public final class FakeAppStore {
     }
 
     /// The answer of a request whose wait was cut short by a reset or the shutdown.
-    private static let released = HTTPResponse.text("The fake App Store released this request.\n", status: 503)
+    static let releasedResponse = HTTPResponse.text("The fake App Store released this request.\n", status: 503)
 
     /// Waits `milliseconds` on a loop timer (forever when nil); returns false when a reset or the shutdown
     /// ended the wait first.

@@ -20,6 +20,12 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     public var signingDirectory: String?
     /// Where the command writes the root certificate at start (DER, or PEM for a `.pem` name).
     public var rootCertificateFile: String?
+    /// The `.p8` (PEM, PKCS#8, P-256) whose key the fake's Server API accepts; created with a fresh key when
+    /// the file does not exist. Nil: a fresh key per start (served at `GET /control/server-api`).
+    public var apiKeyFile: String?
+    /// The `kid` and `iss` the fake's Server API requires in a token.
+    public var apiKeyID: String
+    public var apiIssuerID: String
 
     /// The shared Apple samples beside the repository: `<repo>/../shared/fixtures/apple`.
     public static let defaultFixturesDirectory: String = URL(fileURLWithPath: #filePath)
@@ -35,7 +41,8 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
 
     public init(sharedSecret: String? = nil, latencyMs: Int = 0, outage: Bool = false,
                 fixturesDirectory: String = Self.defaultFixturesDirectory, bundleID: String = "com.example.app",
-                appAppleID: Int64 = 1_234_567_890, signingDirectory: String? = nil, rootCertificateFile: String? = nil) {
+                appAppleID: Int64 = 1_234_567_890, signingDirectory: String? = nil, rootCertificateFile: String? = nil,
+                apiKeyFile: String? = nil, apiKeyID: String = "FAKEKEY001", apiIssuerID: String = "5c6f1a0e-3b7d-4e52-9a8b-3f2d1c0e5b47") {
         self.sharedSecret = sharedSecret
         self.latencyMs = latencyMs
         self.outage = outage
@@ -44,13 +51,17 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
         self.appAppleID = appAppleID
         self.signingDirectory = signingDirectory
         self.rootCertificateFile = rootCertificateFile
+        self.apiKeyFile = apiKeyFile
+        self.apiKeyID = apiKeyID
+        self.apiIssuerID = apiIssuerID
     }
 
     /// Reads `FAKE_APPLE_SHARED_SECRET`, `FAKE_APPLE_LATENCY_MS` (0–600000), `FAKE_APPLE_OUTAGE` (`true`/`false`,
     /// `1`/`0`), `FAKE_APPLE_FIXTURES_DIR`, `FAKE_APPLE_BUNDLE_ID` (default `com.example.app`),
-    /// `FAKE_APPLE_APP_APPLE_ID` (a positive integer, default 1234567890), `FAKE_APPLE_SIGNING_DIR` and
-    /// `FAKE_APPLE_ROOT_CERTIFICATE_FILE`; unset or empty variables keep the defaults. The secret is never
-    /// echoed in an error.
+    /// `FAKE_APPLE_APP_APPLE_ID` (a positive integer, default 1234567890), `FAKE_APPLE_SIGNING_DIR`,
+    /// `FAKE_APPLE_ROOT_CERTIFICATE_FILE`, `FAKE_APPLE_API_KEY_FILE`, `FAKE_APPLE_API_KEY_ID` (default
+    /// `FAKEKEY001`) and `FAKE_APPLE_ISSUER_ID`; unset or empty variables keep the defaults. The secret is
+    /// never echoed in an error.
     public init(environment: [String: String]) throws(ConfigurationError) {
         func value(_ name: String) -> String? {
             guard let raw = environment[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
@@ -85,5 +96,8 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
         }
         signingDirectory = value("FAKE_APPLE_SIGNING_DIR")
         rootCertificateFile = value("FAKE_APPLE_ROOT_CERTIFICATE_FILE")
+        apiKeyFile = value("FAKE_APPLE_API_KEY_FILE")
+        if let keyID = value("FAKE_APPLE_API_KEY_ID") { apiKeyID = keyID }
+        if let issuerID = value("FAKE_APPLE_ISSUER_ID") { apiIssuerID = issuerID }
     }
 }

@@ -65,6 +65,24 @@ struct FakeControlBody {
         return number
     }
 
+    /// A number in `range` (an integer or not), or nil when absent.
+    func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+        let value: Double
+        switch members[key] {
+        case nil: return nil
+        case .int(let number)?: value = Double(number)
+        case .double(let number)?: value = number
+        default: throw problem(key, "a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        guard range.contains(value) else { throw problem(key, "a number in \(range.lowerBound)...\(range.upperBound)") }
+        return value
+    }
+
+    /// Whether member `key` is present and `null` (which some settings read as "none").
+    func isNull(_ key: String) -> Bool {
+        members[key] == .null
+    }
+
     /// A boolean, or nil when absent.
     func bool(_ key: String) throws -> Bool? {
         guard let value = members[key] else { return nil }

@@ -1,4 +1,5 @@
 import ServiceRuntime
+import EntitlementModel
 import Crypto
 import Foundation
 import SwiftASN1
@@ -158,9 +159,7 @@ public struct FakeSigningChain: Sendable {
 
     /// Base64url without padding (RFC 7515 §2).
     static func base64URL(_ bytes: [UInt8]) -> String {
-        var text = Data(bytes).base64EncodedString()
-        while text.last == "=" { text.removeLast() }
-        return String(text.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 })
+        CompactJWS.base64URL(bytes)
     }
 
     private static let derNull: ArraySlice<UInt8> = [0x05, 0x00]

@@ -35,6 +35,10 @@ struct FakeStoreKit {
         var storefront: String?
         var ownership: Ownership?
         var subscriptionGroupIdentifier: String?
+        /// The App Store account buying (default `customer`).
+        var customer: String?
+        /// The order to add the purchase to (default a new one): an order may hold several purchases.
+        var orderID: String?
     }
 
     /// What a change did: the transaction it concerns and the notification Apple would send about it.
@@ -54,6 +58,8 @@ struct FakeStoreKit {
     private var counter: UInt64
 
     static let defaultPeriod = ISODuration(months: 1)
+    /// The account of purchases that name none.
+    static let defaultCustomer = "customer"
     /// Apple's grace periods run 3, 16 or 28 days; 16 unless a change names its end.
     static let defaultGraceMs: Int64 = 16 * 86_400_000
     static let storefrontIDs = ["USA": "143441", "GBR": "143444", "DEU": "143443", "FRA": "143442", "JPN": "143462", "CAN": "143455"]
@@ -77,7 +83,7 @@ struct FakeStoreKit {
     }
 
     /// Apple's status of the subscription `originalTransactionID` at `now`; nil for anything else.
-    func status(of originalTransactionID: String, now: Int64) -> FakeSubscriptionStatus? {
+    func status(of originalTransactionID: String, now: Int64) -> AppStoreSubscriptionStatus? {
         guard let renewal = renewals[originalTransactionID], let latest = chain(originalTransactionID).last else { return nil }
         if latest.revocationDate != nil { return .revoked }
         if renewal.isInBillingRetryPeriod {
@@ -110,18 +116,24 @@ struct FakeStoreKit {
         if type != .autoRenewable && type != .nonRenewing && purchase.expiresDate != nil {
             throw .badRequest("Only a subscription has an 'expires_date'.", field: "expires_date")
         }
+        let customer = purchase.customer ?? Self.defaultCustomer, environment = purchase.environment ?? .sandbox
+        if let order = purchase.orderID, let other = transactions.values.first(where: { $0.orderID == order }),
+           other.customer != customer || other.environment != environment {
+            throw .conflict("Order '\(order)' is another customer's or another environment's.", field: "order_id")
+        }
         let subscription = type == .autoRenewable
         let storefront = purchase.storefront ?? "USA"
         let transaction = FakeStoreKitTransaction(
             transactionID: transactionID, originalTransactionID: transactionID, productID: productID, type: type,
             purchaseDate: purchased, originalPurchaseDate: purchased, expiresDate: expires,
             quantity: purchase.quantity ?? 1, appAccountToken: purchase.appAccountToken,
-            environment: purchase.environment ?? .sandbox, bundleID: settings.bundleID, storefront: storefront,
+            environment: environment, bundleID: settings.bundleID, storefront: storefront,
             storefrontID: Self.storefrontIDs[storefront] ?? "143441", price: purchase.price ?? 990,
             currency: purchase.currency ?? "USD", ownership: purchase.ownership ?? .purchased,
             webOrderLineItemID: subscription ? nextID() : nil,
             subscriptionGroupIdentifier: subscription ? purchase.subscriptionGroupIdentifier ?? "21345678" : nil,
-            isUpgraded: false, transactionReason: "PURCHASE", appTransactionID: appTransactionID)
+            isUpgraded: false, transactionReason: "PURCHASE", appTransactionID: appTransactionID,
+            customer: customer, orderID: purchase.orderID ?? newOrderID())
         transactions[transactionID] = transaction
         chains[transactionID] = [transactionID]
         guard subscription else { return Change(transactionID: transactionID, notificationType: "ONE_TIME_CHARGE") }
@@ -282,6 +294,7 @@ struct FakeStoreKit {
         period.isUpgraded = false
         period.webOrderLineItemID = nextID()
         period.transactionReason = reason
+        period.orderID = newOrderID()
         transactions[period.transactionID] = period
         chains[original, default: []].append(period.transactionID)
         return period.transactionID
@@ -331,6 +344,12 @@ struct FakeStoreKit {
             throw .conflict("Transaction id '\(wanted)' is taken.", field: "transaction_id")
         }
         return wanted
+    }
+
+    /// A new order id shaped like Apple's (`M` and ten or more capital letters and digits).
+    private mutating func newOrderID() -> String {
+        counter += 1
+        return "M" + String(counter, radix: 36).uppercased()
     }
 
     private mutating func nextID() -> String {

@@ -33,6 +33,10 @@ struct FakeStoreKitTransaction: Sendable, Equatable {
     /// `PURCHASE` or `RENEWAL`.
     var transactionReason: String
     var appTransactionID: String
+    /// The App Store account that bought it: the Server API's history and statuses are per customer.
+    var customer: String
+    /// The order on the customer's receipt email (Look Up Order ID); a new one per period.
+    var orderID: String
 }
 
 /// The renewal state of one auto-renewable subscription (Apple's `JWSRenewalInfoDecodedPayload`), keyed by
@@ -54,11 +58,6 @@ struct FakeStoreKitRenewal: Sendable, Equatable {
     var period: ISODuration
     var renewalPrice: Int64
     var currency: String
-}
-
-/// Apple's subscription `status` (notification `data.status`, the Server API's statuses).
-enum FakeSubscriptionStatus: Int, Sendable {
-    case active = 1, expired = 2, billingRetry = 3, gracePeriod = 4, revoked = 5
 }
 
 extension ProductType {

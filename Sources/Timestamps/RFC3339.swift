@@ -1,30 +1,63 @@
 import Foundation
 
 /// RFC 3339 date-times, formatted and parsed by hand on integer arithmetic: no `DateFormatter`, no shared
-/// state, safe to call from any thread.
+/// state, safe to call from any thread. One codec, two dialects (``Dialect``): the API's strict RFC 3339 and
+/// PostgreSQL's timestamp text, which the database client binds and reads.
 ///
-/// Formatting always writes UTC with whole seconds (`2026-11-22T01:20:00Z`). Fractional seconds are
+/// Strict formatting always writes UTC with whole seconds (`2026-11-22T01:20:00Z`). Fractional seconds are
 /// truncated towards the past (floor), never rounded: an instant is shown as the second it falls in, so a
 /// formatted expiry is never later than the real one. Instants outside years 0000–9999 cannot be written
 /// in RFC 3339 and are clamped to the nearest one that can (a NaN interval is written as the Unix epoch).
 ///
-/// Parsing accepts the full RFC 3339 `date-time` grammar: `T` or `t` between date and time, `Z`, `z` or a
-/// `±hh:mm` offset, any number of fractional-second digits (nanosecond precision is kept, further digits are
-/// ignored) and a leap second `60`, which is read as the first second of the next minute.
+/// Strict parsing accepts the full RFC 3339 `date-time` grammar: `T` or `t` between date and time, `Z`, `z`
+/// or a `±hh:mm` offset, any number of fractional-second digits (nanosecond precision is kept, further digits
+/// are ignored) and a leap second `60`, which is read as the first second of the next minute.
 public enum RFC3339 {
+    /// Which text form is written and read.
+    public enum Dialect: Sendable {
+        /// RFC 3339 as the API speaks it (see ``RFC3339``).
+        case strict
+        /// PostgreSQL's timestamp text. Written as RFC 3339 in UTC with milliseconds (truncated), years before 1
+        /// as their era (`0044-03-15T12:00:00.000Z BC`), instants past the server's range as `infinity` or
+        /// `-infinity`. Read as the server writes `timestamptz`, `timestamp` and `date` in its ISO style
+        /// (`2026-11-22 01:20:00.123+00`, offsets `+05:30` or `-03:00:00`, none for UTC, a date alone, ` BC`,
+        /// `infinity` and `-infinity` as `Date.distantFuture` and `.distantPast`) as well as strict RFC 3339.
+        case postgreSQL
+    }
+
     /// The RFC 3339 UTC form of `date`, whole seconds (fractions truncated).
-    public static func string(from date: Date) -> String {
+    public static func string(from date: Date) -> String { string(from: date, dialect: .strict) }
+
+    /// The instant an RFC 3339 `date-time` names, or nil when `text` is not one (wrong shape, a field out of
+    /// range such as month 13 or February 30, trailing characters).
+    public static func date(from text: some StringProtocol) -> Date? { date(from: text, dialect: .strict) }
+
+    /// `date` in `dialect`'s form.
+    public static func string(from date: Date, dialect: Dialect) -> String {
         let reference = date.timeIntervalSinceReferenceDate
-        let bounded = reference.isNaN
-            ? -Double(CivilCalendar.unixOfReferenceDate)
-            : min(max(reference.rounded(.down), Double(minimumReference)), Double(maximumReference))
+        var millisecond: Int?
+        let bounded: Double
+        switch dialect {
+        case .strict:
+            bounded = reference.isNaN
+                ? -Double(CivilCalendar.unixOfReferenceDate)
+                : min(max(reference.rounded(.down), Double(minimumReference)), Double(maximumReference))
+        case .postgreSQL:
+            if reference >= postgresLimit { return "infinity" }
+            if reference <= -postgresLimit { return "-infinity" }
+            let milliseconds = reference.isNaN ? -Double(CivilCalendar.unixOfReferenceDate) * 1000 : (reference * 1000).rounded(.down)
+            let (seconds, remainder) = floorDivision(Int64(milliseconds), 1000)
+            bounded = Double(seconds)
+            millisecond = Int(remainder)
+        }
         let unix = Int64(bounded) + CivilCalendar.unixOfReferenceDate
         let (days, secondOfDay) = CivilCalendar.split(unix)
         let civil = CivilCalendar.civil(fromDays: days)
+        let beforeChrist = millisecond != nil && civil.year < 1
 
         var bytes = [UInt8]()
-        bytes.reserveCapacity(20)
-        append(civil.year, width: 4, to: &bytes)
+        bytes.reserveCapacity(millisecond == nil ? 20 : 27)
+        append(beforeChrist ? 1 - civil.year : civil.year, width: 4, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
         append(civil.month, width: 2, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
@@ -35,22 +68,43 @@ public enum RFC3339 {
         append(secondOfDay / 60 % 60, width: 2, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         append(secondOfDay % 60, width: 2, to: &bytes)
+        if let millisecond {
+            bytes.append(UInt8(ascii: "."))
+            append(millisecond, width: 3, to: &bytes)
+        }
         bytes.append(UInt8(ascii: "Z"))
+        if beforeChrist { bytes.append(contentsOf: " BC".utf8) }
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The instant an RFC 3339 `date-time` names, or nil when `text` is not one (wrong shape, a field out of
-    /// range such as month 13 or February 30, trailing characters).
-    public static func date(from text: some StringProtocol) -> Date? {
-        var scanner = Scanner(text: Array(text.utf8))
-        guard let year = scanner.digits(4), scanner.skip("-"),
+    /// The instant `text` names in `dialect`, or nil when it names none.
+    public static func date(from text: some StringProtocol, dialect: Dialect) -> Date? {
+        if let parsed = text.utf8.withContiguousStorageIfAvailable({ parse($0, dialect) }) { return parsed }
+        return Array(text.utf8).withUnsafeBufferPointer { parse($0, dialect) }
+    }
+
+    private static func parse(_ text: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> Date? {
+        var scanner = Scanner(text: text)
+        let lenient = dialect == .postgreSQL
+        var beforeChrist = false
+        if lenient {
+            if scanner.equals("infinity") { return .distantFuture }
+            if scanner.equals("-infinity") { return .distantPast }
+            beforeChrist = scanner.dropSuffix(" BC")
+        }
+        guard let digits = lenient ? scanner.number(upTo: 9) : scanner.digits(4), scanner.skip("-"),
               let month = scanner.digits(2), scanner.skip("-"),
-              let day = scanner.digits(2), scanner.skip("T") || scanner.skip("t"),
+              let day = scanner.digits(2)
+        else { return nil }
+        let year = beforeChrist ? 1 - digits : digits
+        guard (1...12).contains(month), (1...CivilCalendar.daysIn(month: month, year: year)).contains(day) else { return nil }
+        let days = CivilCalendar.days(year: year, month: month, day: day)
+        if lenient && scanner.atEnd { return date(unix: days * 86400, nanoseconds: 0) }
+
+        guard scanner.skip("T") || scanner.skip("t") || (lenient && scanner.skip(" ")),
               let hour = scanner.digits(2), scanner.skip(":"),
               let minute = scanner.digits(2), scanner.skip(":"),
-              let second = scanner.digits(2)
-        else { return nil }
-        guard (1...12).contains(month), (1...CivilCalendar.daysIn(month: month, year: year)).contains(day),
+              let second = scanner.digits(2),
               hour < 24, minute < 60, second <= 60
         else { return nil }
 
@@ -63,18 +117,35 @@ public enum RFC3339 {
         let offsetSeconds: Int64
         if scanner.skip("Z") || scanner.skip("z") {
             offsetSeconds = 0
-        } else if let sign = scanner.sign(), let offsetHours = scanner.digits(2), scanner.skip(":"),
-                  let offsetMinutes = scanner.digits(2), offsetHours < 24, offsetMinutes < 60 {
-            offsetSeconds = sign * Int64(offsetHours * 3600 + offsetMinutes * 60)
+        } else if let sign = scanner.sign() {
+            guard let offsetHours = scanner.digits(2), offsetHours < 24 else { return nil }
+            var offset = offsetHours * 3600
+            if lenient {
+                // The server writes `+05`, `+05:30` or `-03:00:00` (local mean time has seconds).
+                if scanner.skip(":") {
+                    guard let offsetMinutes = scanner.digits(2), offsetMinutes < 60 else { return nil }
+                    offset += offsetMinutes * 60
+                    if scanner.skip(":") {
+                        guard let zoneSeconds = scanner.digits(2), zoneSeconds < 60 else { return nil }
+                        offset += zoneSeconds
+                    }
+                }
+            } else {
+                guard scanner.skip(":"), let offsetMinutes = scanner.digits(2), offsetMinutes < 60 else { return nil }
+                offset += offsetMinutes * 60
+            }
+            offsetSeconds = Int64(sign * offset)
+        } else if lenient {
+            offsetSeconds = 0  // a `timestamp` without zone is read as UTC
         } else {
             return nil
         }
         guard scanner.atEnd else { return nil }
+        return date(unix: days * 86400 + Int64(hour * 3600 + minute * 60 + second) - offsetSeconds, nanoseconds: nanoseconds)
+    }
 
-        let days = CivilCalendar.days(year: year, month: month, day: day)
-        let unix = days * 86400 + Int64(hour * 3600 + minute * 60 + second) - offsetSeconds
-        let reference = unix - CivilCalendar.unixOfReferenceDate
-        return Date(timeIntervalSinceReferenceDate: Double(reference) + Double(nanoseconds) / 1e9)
+    private static func date(unix: Int64, nanoseconds: Int64) -> Date {
+        Date(timeIntervalSinceReferenceDate: Double(unix - CivilCalendar.unixOfReferenceDate) + Double(nanoseconds) / 1e9)
     }
 
     /// 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in seconds since the reference date.
@@ -82,10 +153,23 @@ public enum RFC3339 {
         - CivilCalendar.unixOfReferenceDate
     private static let maximumReference = CivilCalendar.days(year: 9999, month: 12, day: 31) * 86400 + 86399
         - CivilCalendar.unixOfReferenceDate
+    /// Past this many seconds from the reference date either way PostgreSQL holds no timestamp (its range is
+    /// 4713 BC to AD 294276): written as `infinity` or `-infinity`.
+    private static let postgresLimit = 9.2e12
 
+    private static func floorDivision(_ a: Int64, _ b: Int64) -> (quotient: Int64, remainder: Int64) {
+        let remainder = a % b
+        return remainder < 0 ? (a / b - 1, remainder + b) : (a / b, remainder)
+    }
+
+    /// `value` in decimal, zero-padded to at least `width` digits.
     private static func append(_ value: Int, width: Int, to bytes: inout [UInt8]) {
         var divisor = 1
-        for _ in 1..<width { divisor *= 10 }
+        var digits = 1
+        while digits < width || value / divisor >= 10 {
+            divisor *= 10
+            digits += 1
+        }
         var rest = value
         while divisor > 0 {
             bytes.append(UInt8(ascii: "0") + UInt8(rest / divisor))
@@ -96,7 +180,7 @@ public enum RFC3339 {
 
     /// A cursor over the UTF-8 bytes of the text being parsed.
     private struct Scanner {
-        let text: [UInt8]
+        var text: UnsafeBufferPointer<UInt8>
         var position = 0
 
         var atEnd: Bool { position == text.count }
@@ -104,6 +188,22 @@ public enum RFC3339 {
         mutating func skip(_ character: Unicode.Scalar) -> Bool {
             guard position < text.count, text[position] == UInt8(ascii: character) else { return false }
             position += 1
+            return true
+        }
+
+        /// True when the whole text is `literal`.
+        func equals(_ literal: StaticString) -> Bool {
+            literal.utf8CodeUnitCount == text.count
+                && literal.withUTF8Buffer { $0.elementsEqual(text) }
+        }
+
+        /// Ends the text before `suffix` when it ends with it.
+        mutating func dropSuffix(_ suffix: StaticString) -> Bool {
+            let count = suffix.utf8CodeUnitCount
+            guard text.count >= count,
+                  suffix.withUTF8Buffer({ $0.elementsEqual(text[(text.count - count)...]) })
+            else { return false }
+            text = UnsafeBufferPointer(rebasing: text[..<(text.count - count)])
             return true
         }
 
@@ -117,6 +217,19 @@ public enum RFC3339 {
             }
             position += count
             return value
+        }
+
+        /// One to `limit` ASCII digits as a number.
+        mutating func number(upTo limit: Int) -> Int? {
+            var value = 0
+            var count = 0
+            while position < text.count, let digit = Self.digit(text[position]) {
+                guard count < limit else { return nil }
+                value = value * 10 + digit
+                count += 1
+                position += 1
+            }
+            return count > 0 ? value : nil
         }
 
         /// One or more digits after the decimal point, as nanoseconds (digits past the ninth are ignored).
@@ -134,7 +247,7 @@ public enum RFC3339 {
         }
 
         /// `+1` or `-1` for an offset sign.
-        mutating func sign() -> Int64? {
+        mutating func sign() -> Int? {
             if skip("+") { return 1 }
             if skip("-") { return -1 }
             return nil
@@ -172,7 +285,7 @@ extension JSONDecoder.DateDecodingStrategy {
 }
 
 /// Proleptic Gregorian calendar arithmetic in UTC on plain integers (Howard Hinnant's `days_from_civil` and
-/// `civil_from_days`), shared by ``RFC3339``, ``ISODuration`` and the runtime's timestamp codecs. Days count
+/// `civil_from_days`), shared by ``RFC3339`` and ``ISODuration``. Days count
 /// from 1970-01-01.
 public enum CivilCalendar {
     /// Seconds from 1970-01-01 to Foundation's reference date 2001-01-01.

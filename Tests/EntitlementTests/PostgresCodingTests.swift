@@ -4,6 +4,7 @@ import Testing
 @testable import EntitlementService
 @testable import FakeAppStore
 @testable import ServiceRuntime
+import Timestamps
 
 /// Parameter encoding and value decoding that need no server.
 @Suite struct PostgresCodingTests {
@@ -23,31 +24,31 @@ import Testing
         ("2026-11-22T03:20:00+02:00", 0.0),
     ])
     func parsesServerAndRFC3339Timestamps(text: String, fraction: Double) throws {
-        let parsed = try #require(PostgresTimestamp.parse(text))
+        let parsed = try #require(RFC3339.date(from: text, dialect: .postgreSQL))
         #expect(abs(parsed.timeIntervalSince1970 - (instant.timeIntervalSince1970 + fraction)) < 0.000_001)
     }
 
     @Test func parsesDatesOffsetsWithSecondsEraAndInfinity() throws {
-        #expect(PostgresTimestamp.parse("2026-11-22") == Date(timeIntervalSince1970: 1_795_305_600))
+        #expect(RFC3339.date(from: "2026-11-22", dialect: .postgreSQL) == Date(timeIntervalSince1970: 1_795_305_600))
         // Local mean time offsets have seconds: 00:00:00+00:53:28 is 23:06:32 UTC the day before.
-        let lmt = try #require(PostgresTimestamp.parse("1890-01-01 00:00:00+00:53:28"))
-        #expect(PostgresTimestamp.format(lmt) == "1889-12-31T23:06:32.000Z")
-        let bc = try #require(PostgresTimestamp.parse("0044-03-15 12:00:00+00 BC"))
-        #expect(PostgresTimestamp.format(bc) == "0044-03-15T12:00:00.000Z BC")
-        #expect(PostgresTimestamp.parse("infinity") == .distantFuture)
-        #expect(PostgresTimestamp.parse("-infinity") == .distantPast)
+        let lmt = try #require(RFC3339.date(from: "1890-01-01 00:00:00+00:53:28", dialect: .postgreSQL))
+        #expect(RFC3339.string(from: lmt, dialect: .postgreSQL) == "1889-12-31T23:06:32.000Z")
+        let bc = try #require(RFC3339.date(from: "0044-03-15 12:00:00+00 BC", dialect: .postgreSQL))
+        #expect(RFC3339.string(from: bc, dialect: .postgreSQL) == "0044-03-15T12:00:00.000Z BC")
+        #expect(RFC3339.date(from: "infinity", dialect: .postgreSQL) == .distantFuture)
+        #expect(RFC3339.date(from: "-infinity", dialect: .postgreSQL) == .distantPast)
     }
 
     @Test(arguments: ["", "2026-11-22 01:20", "2026-13-01 00:00:00+00", "2026-11-22 01:20:00+", "2026-11-22x", "yesterday", "2026-11-22 01:20:00.+00"])
     func rejectsWhatIsNotATimestamp(text: String) {
-        #expect(PostgresTimestamp.parse(text) == nil)
+        #expect(RFC3339.date(from: text, dialect: .postgreSQL) == nil)
     }
 
     @Test func formatsRFC3339WithMillisecondsInUTC() {
-        #expect(PostgresTimestamp.format(instant) == "2026-11-22T01:20:00.000Z")
-        #expect(PostgresTimestamp.format(instant.addingTimeInterval(0.1239)) == "2026-11-22T01:20:00.123Z")
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
-        #expect(PostgresTimestamp.format(Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29T00:00:00.000Z")
+        #expect(RFC3339.string(from: instant, dialect: .postgreSQL) == "2026-11-22T01:20:00.000Z")
+        #expect(RFC3339.string(from: instant.addingTimeInterval(0.1239), dialect: .postgreSQL) == "2026-11-22T01:20:00.123Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: -0.5), dialect: .postgreSQL) == "1969-12-31T23:59:59.500Z")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 951_782_400), dialect: .postgreSQL) == "2000-02-29T00:00:00.000Z")
     }
 
     @Test func byteaUsesHexBothWays() {

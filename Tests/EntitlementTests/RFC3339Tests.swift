@@ -111,6 +111,27 @@ import Testing
         }
     }
 
+    @Test func thePostgreSQLDialectWritesAndReadsTheServersWholeRange() throws {
+        let far = Date(timeIntervalSince1970: 1e12)
+        #expect(RFC3339.string(from: far, dialect: .postgreSQL) == "33658-09-27T01:46:40.000Z")
+        #expect(RFC3339.date(from: "33658-09-27 01:46:40+00", dialect: .postgreSQL) == far)
+        // Foundation's distant past is 1 January AD 1 of the Julian calendar: 30 December 1 BC in the proleptic Gregorian calendar the server counts in.
+        #expect(RFC3339.string(from: .distantPast, dialect: .postgreSQL) == "0001-12-30T00:00:00.000Z BC")
+        #expect(RFC3339.date(from: "0001-12-30 00:00:00+00 BC", dialect: .postgreSQL) == .distantPast)
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: 1e14), dialect: .postgreSQL) == "infinity")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: -1e14), dialect: .postgreSQL) == "-infinity")
+        #expect(RFC3339.string(from: Date(timeIntervalSince1970: .infinity), dialect: .postgreSQL) == "infinity")
+        let bc = try #require(RFC3339.date(from: "4713-11-24 00:00:00+00 BC", dialect: .postgreSQL))
+        #expect(RFC3339.string(from: bc, dialect: .postgreSQL) == "4713-11-24T00:00:00.000Z BC")
+        // Day and time, no zone (a `timestamp`), read as UTC; a leap year BC is astronomical year 1 - n.
+        #expect(RFC3339.date(from: "2026-11-22 01:20:00.5", dialect: .postgreSQL) == Date(timeIntervalSince1970: 1_795_310_400.5))
+        #expect(RFC3339.date(from: "0005-02-29 BC", dialect: .postgreSQL) != nil)
+        #expect(RFC3339.date(from: "0004-02-29 BC", dialect: .postgreSQL) == nil)
+        // The strict dialect keeps refusing the server's forms.
+        #expect(RFC3339.date(from: "2026-11-22 01:20:00+00") == nil)
+        #expect(RFC3339.date(from: "infinity") == nil)
+    }
+
     @Test func civilCalendarRoundTripsDayNumbers() {
         for days in stride(from: Int64(-800_000), through: 3_000_000, by: 997) {
             let civil = CivilCalendar.civil(fromDays: days)

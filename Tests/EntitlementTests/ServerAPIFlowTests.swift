@@ -80,6 +80,34 @@ import Testing
         guard case .retryLater? = result else { Issue.record("\(String(describing: result))"); return }
     }
 
+    @Test func resendAsksTheSameEnvironmentAndKeepsWhatTheFlowLearnt() {
+        var flow = ServerAPIFlow()
+        #expect(flow.start() == .send(.production))
+        #expect(flow.received(.unauthorized) == .send(.sandbox))
+        guard case .finish(.retryLater) = flow.received(.retryable(errorCode: 5_000_001)) else { Issue.record("not retryLater"); return }
+        #expect(flow.resend() == .send(.sandbox))
+        // Production refused the key: Sandbox's "not found" is still a configuration error after the resend.
+        guard case .finish(.configurationError) = flow.received(.notFound(errorCode: 4_040_010)) else { Issue.record("not a configuration error"); return }
+
+        var limited = ServerAPIFlow()
+        _ = limited.start()
+        let until = Date(timeIntervalSince1970: 2_000_000_000)
+        #expect(limited.received(.rateLimited(retryAfter: until)) == .finish(.rateLimited(until: until)))
+        #expect(limited.resend() == .send(.production))
+        #expect(limited.received(.notFound(errorCode: 4_040_010)) == .send(.sandbox))
+        #expect(limited.received(.ok) == .finish(.answered(environment: .sandbox)))
+    }
+
+    @Test func aCallAboutOneEnvironmentNeverLeavesIt() {
+        var flow = ServerAPIFlow(firstEnvironment: .production, fallsBackToSandbox: false)
+        _ = flow.start()
+        guard case .finish(.configurationError) = flow.received(.unauthorized) else { Issue.record("not a configuration error"); return }
+        var unknown = ServerAPIFlow(firstEnvironment: .production, fallsBackToSandbox: false)
+        _ = unknown.start()
+        #expect(unknown.received(.notFound(errorCode: 4_040_010)) == .finish(.notFound(errorCode: 4_040_010)))
+        #expect(!unknown.fellBackToSandbox)
+    }
+
     @Test func rejectionsAreFinal() {
         let (sent, result) = run([.rejected(errorCode: 4_000_006)])
         #expect(sent == [.production])

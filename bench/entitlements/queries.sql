@@ -1,4 +1,4 @@
--- pgbench script for bench/entitlements/run.sh: the four statements EntitlementReader sends for
+-- pgbench script for bench/entitlements/run.sh: the four statements UserSnapshotStore sends for
 -- GET /v1/users/{user_id}/entitlements, for one random user, in one REPEATABLE READ transaction sent as one
 -- pipeline (one Sync, one round trip), as the service sends them. :users is set with `pgbench -D users=N`.
 \set uid random(1, :users)
@@ -14,7 +14,7 @@ SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_
        s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
   FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
  WHERE o.user_id = :uid;
-SELECT grant_id::text AS grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = :uid;
+SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = :uid;
 SELECT currency, balance FROM consumable_balances WHERE user_id = :uid;
 COMMIT;
 \endpipeline

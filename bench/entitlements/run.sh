@@ -3,7 +3,7 @@
 # running the same four statements straight on PostgreSQL, on the same data.
 #
 #   ours      wrk → entitlement-service → PostgreSQL: a random user per request (entitlements.lua), app key.
-#   pgbench   pgbench → PostgreSQL: the four statements of EntitlementReader for a random user in one pipeline
+#   pgbench   pgbench → PostgreSQL: the four statements of UserSnapshotStore for a random user in one pipeline
 #             (BEGIN … COMMIT inside \startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
 #             Once per mode of PGBENCH_MODES: `prepared` parses each statement once per connection, as the
 #             service does when it prepares its pipelined statements (PQsendPrepare), and is the best PostgreSQL

@@ -46,7 +46,7 @@ final class Application {
         let router = Router()
         SystemRoutes(db: pool).register(on: router)
         PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
-                       ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(db: pool), catalog: catalog).register(on: router)
+                       ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(), catalog: catalog).register(on: router)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
                            signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
@@ -59,7 +59,7 @@ final class Application {
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
         workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
-                   RetryBacklog.make(submissions: receipts.submissions, intervalMs: 5_000),
+                   RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
                    ExpirationWorker.make(db: pool, events: events, intervalMs: 500)]
         let pool = pool
         webhooks = configuration.webhooks.map { WebhookDispatcher(db: pool, settings: $0, conninfo: databaseURL) }

@@ -41,6 +41,8 @@ struct Configuration: Sendable {
     var migrationsDirectory: String?
     /// Users whose entitlements answer each process keeps (`EntitlementCache`); 0 disables the cache.
     var entitlementCacheSize: Int
+    /// The App Store Server API: its key (when configured), URLs and the notification history interval.
+    var appleServerAPI: ServerAPIConfiguration
     /// Where events are sent, and how; nil without `WEBHOOK_URL` (events are recorded, not sent).
     var webhooks: WebhookSettings?
 
@@ -79,6 +81,7 @@ struct Configuration: Sendable {
         maxConnections = try reader.int("MAX_CONNECTIONS", default: 4_096, in: 1...1_000_000)
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
         entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
+        appleServerAPI = try ServerAPIConfiguration(reader, bundleID: appleBundleID)
         webhooks = try Self.webhookSettings(reader)
     }
 
@@ -144,7 +147,7 @@ struct ConfigurationWarning: Equatable, Sendable {
 }
 
 /// Typed, validated reads of environment variables; empty values count as unset.
-private struct EnvironmentReader {
+struct EnvironmentReader {
     let environment: [String: String]
 
     func string(_ name: String) -> String? {

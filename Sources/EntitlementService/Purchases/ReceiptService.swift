@@ -16,44 +16,45 @@ enum AttemptOutcome: Sendable {
 
 /// Receipt submissions from post to final answer: stored before Apple is asked, verified under a lease,
 /// recorded in one transaction, rescheduled with backoff when Apple could not answer. Identical submissions
-/// in flight share one attempt, in this process through `inFlight` and across processes through the lease.
+/// in flight share one attempt, in this process through `inFlight` and across processes through the lease;
+/// every write of an attempt is fenced by its claim, so one whose lease ran out and was taken over changes
+/// nothing when it finishes.
 @Loop
 final class ReceiptService {
     let db: PostgresPool
-    let submissions: SubmissionStore
+    let submissions = SubmissionStore()
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
     let verifier: any ReceiptVerifier
     let retry: RetrySchedule
     /// How long one attempt may hold a submission before another instance may take it over.
-    let leaseMs: Int
-    private var inFlight: [String: Task<AttemptOutcome, Never>] = [:]
+    let lease: Duration
+    /// The attempts this process runs, by verification id, with the claim each holds.
+    private var inFlight: [UUID: (task: Task<AttemptOutcome, Never>, claim: SubmissionClaim)] = [:]
     private var waiters: [ObjectIdentifier: @Loop () -> Void] = [:]
     private var shuttingDown = false
 
     init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
          retry: RetrySchedule, appleTimeoutMs: Int, events: EventRecorder) {
         self.db = db
-        submissions = SubmissionStore(db: db)
         recorder = PurchaseRecorder(db: db, restorePolicy: restorePolicy, events: events)
         self.catalog = catalog
         self.verifier = verifier
         self.retry = retry
         // A flow sends at most four requests (two repeats of 21002 and one redirect), plus room to record.
-        leaseMs = appleTimeoutMs * 4 + 5_000
+        lease = .milliseconds(appleTimeoutMs * 4 + 5_000)
     }
 
     /// Stores a posted receipt and waits up to `waitMs` for its verification; nil when it is still pending then.
-    func submit(userID: String, receiptData: String, orderID: String?, waitMs: Int, actor: String) async throws -> (id: String, outcome: AttemptOutcome?) {
-        let (id, created) = try await submissions.store(userID: userID, receiptData: receiptData, orderID: orderID, leaseMs: leaseMs)
+    func submit(userID: String, receiptData: String, orderID: UUID?, waitMs: Int, actor: String) async throws -> (id: UUID, outcome: AttemptOutcome?) {
+        let (id, created) = try await submissions.store(userID: userID, receiptData: receiptData, orderID: orderID, lease: lease, on: db)
         let task: Task<AttemptOutcome, Never>
         if let running = inFlight[id] {
-            task = running
-        } else if created {
-            task = start(id: id, userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1, actor: actor)
-        } else if let claimed = try await submissions.claim(id, leaseMs: leaseMs) {
-            task = start(id: id, userID: claimed.userID, receiptData: claimed.receiptData, orderID: claimed.orderID,
-                         attempts: claimed.attempts, actor: actor)
+            task = running.task
+        } else if let claimed = created {
+            task = start(claimed, actor: actor)
+        } else if let claimed = try await submissions.claim(id, lease: lease, on: db) {
+            task = start(claimed, actor: actor)
         } else {
             return (id, nil)  // another instance is asking Apple right now; the client polls GET /v1/receipts/{id}
         }
@@ -61,63 +62,69 @@ final class ReceiptService {
     }
 
     /// Runs one attempt of a submission claimed by the retry worker.
-    func retry(_ submission: Submission) async -> AttemptOutcome {
-        let task = inFlight[submission.verificationID] ?? start(
-            id: submission.verificationID, userID: submission.userID, receiptData: submission.receiptData,
-            orderID: submission.orderID, attempts: submission.attempts, actor: "retry-worker")
+    func retry(_ submission: ClaimedSubmission) async -> AttemptOutcome {
+        let task = inFlight[submission.verificationID]?.task ?? start(submission, actor: "retry-worker")
         return await task.value
     }
 
-    private func start(id: String, userID: String, receiptData: String, orderID: String?, attempts: Int, actor: String) -> Task<AttemptOutcome, Never> {
+    private func start(_ submission: ClaimedSubmission, actor: String) -> Task<AttemptOutcome, Never> {
         let task = Task { @Loop in
-            let outcome = await self.attempt(id: id, userID: userID, receiptData: receiptData, orderID: orderID, attempts: attempts, actor: actor)
-            self.inFlight[id] = nil
+            let outcome = await self.attempt(submission, actor: actor)
+            self.inFlight[submission.verificationID] = nil
             return outcome
         }
-        inFlight[id] = task
+        inFlight[submission.verificationID] = (task, submission.claim)
         return task
     }
 
-    private func attempt(id: String, userID: String, receiptData: String, orderID: String?, attempts: Int, actor: String) async -> AttemptOutcome {
-        let result = await verifier.verify(receiptData: receiptData, firstEnvironment: .production)
+    private func attempt(_ submission: ClaimedSubmission, actor: String) async -> AttemptOutcome {
+        let id = submission.verificationID, claim = submission.claim
+        let result = await verifier.verify(receiptData: submission.receiptData, firstEnvironment: .production)
         do {
             switch result {
             case .verified(let response, let environment):
                 do {
                     let recorded = try await recorder.record(
                         response, environment: environment, catalog: try await catalog.current(),
-                        context: .init(poster: userID, movesOwnership: true, actor: actor, verificationID: id, orderID: orderID))
-                    Log.info("receipt_verified", ["verification_id": id, "user_id": userID, "environment": environment.rawValue,
+                        context: .init(poster: submission.userID, movesOwnership: true, actor: actor, claim: claim, orderID: submission.orderID))
+                    Log.info("receipt_verified", ["verification_id": id.lowercasedString, "user_id": submission.userID, "environment": environment.rawValue,
                                                   "apple_status": response.status, "new_transactions": recorded.newTransactions])
                     count("verified", appleStatus: response.status)
                     return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)
                 } catch let conflict as OwnershipConflict {
-                    try await submissions.reject(id, appleStatus: response.status, detail: "purchase \(conflict.originalTransactionID) belongs to another user")
-                    Log.info("receipt_conflict", ["verification_id": id, "user_id": userID, "original_transaction_id": conflict.originalTransactionID])
+                    try await written(submissions.reject(claim, appleStatus: response.status,
+                                                         detail: "purchase \(conflict.originalTransactionID) belongs to another user", on: db), claim)
+                    Log.info("receipt_conflict", ["verification_id": id.lowercasedString, "user_id": submission.userID,
+                                                  "original_transaction_id": conflict.originalTransactionID])
                     count("conflict", appleStatus: response.status)
                     return .conflict(originalTransactionID: conflict.originalTransactionID)
                 }
             case .rejected(let appleStatus, let detail):
-                try await submissions.reject(id, appleStatus: appleStatus, detail: detail)
-                Log.info("receipt_rejected", ["verification_id": id, "apple_status": appleStatus, "detail": detail])
+                try await written(submissions.reject(claim, appleStatus: appleStatus, detail: detail, on: db), claim)
+                Log.info("receipt_rejected", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "detail": detail])
                 count("rejected", appleStatus: appleStatus)
                 return .rejected(appleStatus: appleStatus, detail: detail)
             case .configurationError(let appleStatus, let detail):
-                let delay = retry.randomDelayMs(attempt: attempts)
-                try await submissions.reschedule(id, status: .failed, appleStatus: appleStatus, error: detail, delayMs: delay)
-                Log.error("apple_configuration_error", ["verification_id": id, "apple_status": appleStatus, "detail": detail, "retry_in_ms": delay])
+                let delay = retry.randomDelayMs(attempt: submission.attempts)
+                try await written(submissions.reschedule(claim, status: .failed, appleStatus: appleStatus, error: detail,
+                                                         delay: .milliseconds(delay), on: db), claim)
+                Log.error("apple_configuration_error", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "detail": detail, "retry_in_ms": delay])
                 count("configuration_error", appleStatus: appleStatus)
                 return .configurationError(appleStatus: appleStatus, detail: detail)
             case .retryLater(let appleStatus, let reason):
-                let delay = retry.randomDelayMs(attempt: attempts)
-                try await submissions.reschedule(id, status: .pending, appleStatus: appleStatus, error: reason, delayMs: delay)
-                Log.warning("receipt_retry_scheduled", ["verification_id": id, "apple_status": appleStatus, "reason": reason, "retry_in_ms": delay])
+                let delay = retry.randomDelayMs(attempt: submission.attempts)
+                try await written(submissions.reschedule(claim, status: .pending, appleStatus: appleStatus, error: reason,
+                                                         delay: .milliseconds(delay), on: db), claim)
+                Log.warning("receipt_retry_scheduled", ["verification_id": id.lowercasedString, "apple_status": appleStatus, "reason": reason, "retry_in_ms": delay])
                 count("retry_later", appleStatus: appleStatus)
                 return .pending
             }
+        } catch is ClaimSuperseded {
+            Log.warning("receipt_attempt_superseded", ["verification_id": id.lowercasedString])
+            return .pending
         } catch {
             // The database failed us: the submission stays claimed until its lease ends, then the worker retries it.
-            Log.error("receipt_attempt_failed", ["verification_id": id, "error": String(describing: error)])
+            Log.error("receipt_attempt_failed", ["verification_id": id.lowercasedString, "error": String(describing: error)])
             count("database_error", appleStatus: nil)
             return .pending
         }
@@ -129,6 +136,11 @@ final class ReceiptService {
         Metrics.shared.increment(
             "receipt_verifications_total", "Verification attempts of posted receipts (posts and retries), by outcome and Apple's status.",
             labels: ["outcome": outcome, "apple_status": appleStatus.map(String.init) ?? "none"])
+    }
+
+    /// Throws `ClaimSuperseded` when a fenced write found the lease taken over (and so wrote nothing).
+    private func written(_ held: Bool, _ claim: SubmissionClaim) throws {
+        guard held else { throw ClaimSuperseded(verificationID: claim.verificationID) }
     }
 
     /// How many verifications this process runs now.
@@ -143,14 +155,11 @@ final class ReceiptService {
 
     /// Gives up this process's claims on unfinished verifications so another instance takes them up at once.
     func releaseClaims() async {
-        let ids = Array(inFlight.keys)
-        guard !ids.isEmpty else { return }
+        let claims = inFlight.values.map(\.claim)
+        guard !claims.isEmpty else { return }
         do {
-            _ = try await db.query("""
-                UPDATE receipt_submissions SET claimed_until = NULL
-                 WHERE verification_id::text IN (SELECT jsonb_array_elements_text($1::jsonb)) AND status IN ('pending', 'failed')
-                """, [try PostgresJSON(encoding: ids)])
-            Log.info("claims_released", ["count": ids.count])
+            try await submissions.release(claims, on: db)
+            Log.info("claims_released", ["count": claims.count])
         } catch {
             Log.warning("claims_not_released", ["error": String(describing: error)])
         }

@@ -9,7 +9,7 @@ final class RetryBacklog {
     private var oldestAgeSeconds = 0.0
 
     /// The worker refreshing the figures, which it registers with `metrics`.
-    static func make(submissions: SubmissionStore, metrics: Metrics = .shared, intervalMs: UInt64) -> PeriodicWorker {
+    static func make(submissions: SubmissionStore, db: PostgresPool, metrics: Metrics = .shared, intervalMs: UInt64) -> PeriodicWorker {
         let backlog = RetryBacklog()
         metrics.gauge("receipt_retry_backlog", "Receipt submissions awaiting a final answer from Apple (pending or failed), as last read.") {
             backlog.count
@@ -18,7 +18,7 @@ final class RetryBacklog {
             backlog.oldestAgeSeconds
         }
         return PeriodicWorker(name: "retry-backlog", intervalMs: intervalMs) {
-            let (count, age) = try await submissions.backlog()
+            let (count, age) = try await submissions.backlog(on: db)
             backlog.count = Double(count)
             backlog.oldestAgeSeconds = age
             return false

@@ -117,20 +117,14 @@ struct NotificationRoutes {
                              environment: StoreEnvironment) async throws -> Int {
         let ids = Set(transactions.map(\.originalTransactionID))
         guard !ids.isEmpty else { return 0 }
-        var owners: [String: String] = [:]
-        for row in try await db.query("""
-            SELECT original_transaction_id, user_id FROM purchase_owners
-             WHERE original_transaction_id IN (SELECT jsonb_array_elements_text($1::jsonb))
-            """, [try PostgresJSON(encoding: ids.sorted())]).rows {
-            owners[try row.string("original_transaction_id")] = try row.string("user_id")
-        }
+        let owners = try await OwnerStore().owners(of: ids.sorted(), on: db)
         let current = try await catalog.current()
         for (owner, owned) in Dictionary(grouping: transactions.filter { owners[$0.originalTransactionID] != nil }, by: { owners[$0.originalTransactionID]! }) {
             let chains = Set(owned.map(\.originalTransactionID))
             _ = try await recorder.record(
                 transactions: owned, renewals: renewals.filter { chains.contains($0.originalTransactionID) },
                 latestReceipt: latestReceipt, appleStatus: appleStatus, environment: environment, catalog: current,
-                context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", verificationID: nil, orderID: nil))
+                context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", claim: nil, orderID: nil))
         }
         return owners.count
     }

@@ -43,8 +43,9 @@ struct PurchaseRoutes {
             throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
                                extra: ["field": "receipt_data"])
         }
-        let (id, outcome) = try await receipts.submit(userID: userID, receiptData: body.receiptData, orderID: orderID,
-                                                     waitMs: waitMs, actor: caller.keyID)
+        let (verificationID, outcome) = try await receipts.submit(
+            userID: userID, receiptData: body.receiptData, orderID: orderID.flatMap(UUID.init(uuidString:)), waitMs: waitMs, actor: caller.keyID)
+        let id = verificationID.lowercasedString
         switch outcome {
         case nil, .pending?:
             return .json(["verification_id": id, "status": SubmissionStatus.pending.rawValue] as [String: String], status: 202)
@@ -77,7 +78,7 @@ struct PurchaseRoutes {
     private func getReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try keys.authorize(request, admin: false)
         let id = try InputRules.uuid(request.pathParameters["verification_id"] ?? "", field: "verification_id")
-        guard let submission = try await receipts.submissions.find(id) else {
+        guard let verificationID = UUID(uuidString: id), let submission = try await receipts.submissions.find(verificationID, on: db) else {
             throw ProblemError(status: 404, detail: "No receipt submission has this verification_id.")
         }
         return .json(SubmissionBody(submission))
@@ -93,13 +94,7 @@ struct PurchaseRoutes {
     private func transactions(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try keys.authorize(request, admin: false)
         let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
-        let rows = try await db.query("""
-            SELECT \(TransactionRows.columns)
-              FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
-             WHERE o.user_id = $1
-             ORDER BY t.purchase_date DESC, t.transaction_id DESC
-            """, [userID]).rows
-        let list = try rows.map { TransactionBody(try TransactionRows.owned($0)) }
+        let list = try await TransactionStore().list(ownedBy: userID, on: db).map(TransactionBody.init)
         return .json(TransactionListBody(userID: userID, transactions: list))
     }
 
@@ -142,13 +137,13 @@ struct PurchaseRoutes {
         guard try await catalog.current().product(productID) != nil else {
             throw ProblemError(status: 422, detail: "The catalog has no product '\(productID)'.", extra: ["field": "product_id"])
         }
-        return .json(try await orders.create(userID: userID, productID: productID), status: 201)
+        return .json(try await orders.create(userID: userID, productID: productID, on: db), status: 201)
     }
 
     private func getOrder(_ request: HTTPRequest) async throws -> HTTPResponse {
         _ = try keys.authorize(request, admin: false)
         let id = try InputRules.uuid(request.pathParameters["order_id"] ?? "", field: "order_id")
-        guard let order = try await orders.find(id) else {
+        guard let orderID = UUID(uuidString: id), let order = try await orders.find(orderID, on: db) else {
             throw ProblemError(status: 404, detail: "No order has this order_id.")
         }
         return .json(order)

@@ -37,13 +37,13 @@ struct SubmissionBody: Encodable {
     var updatedAt: Date
 
     init(_ submission: Submission) {
-        verificationID = submission.verificationID
+        verificationID = submission.verificationID.lowercasedString
         userID = submission.userID
         status = submission.status.rawValue
         appleStatus = submission.appleStatus
         environment = submission.environment?.rawValue
         attempts = submission.attempts
-        orderID = submission.orderID
+        orderID = submission.orderID?.lowercasedString
         createdAt = submission.createdAt
         updatedAt = submission.updatedAt
     }

@@ -8,7 +8,7 @@ struct SystemRoutes {
         router.get("/healthz") { _ in Self.healthy }
         router.get("/readyz") { _ in
             do {
-                _ = try await db.query("SELECT 1", [])
+                try await db.ping()
                 return .json(["status": "ready"])
             } catch {
                 Log.warning("not_ready", ["error": String(describing: error)])

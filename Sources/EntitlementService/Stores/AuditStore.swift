@@ -26,14 +26,7 @@ struct AuditStore: AuditReading {
     /// before and after the change; run it on the connection of the change's transaction.
     func record(actor: String, action: Action, subject: String, userID: String?, before: PostgresJSON?, after: PostgresJSON?,
                 on db: some PostgresQueryable) async throws {
-        let statement = Self.recording(actor: actor, action: action, subject: subject, userID: userID, before: before, after: after)
-        _ = try await db.query(statement.sql, statement.parameters)
-    }
-
-    /// The insert of one event, shared with the statement form ``AuditLog`` keeps for the purchase recorder.
-    nonisolated fileprivate static func recording(actor: String, action: Action, subject: String, userID: String?,
-                                                  before: PostgresJSON?, after: PostgresJSON?) -> PostgresStatement {
-        PostgresStatement("""
+        _ = try await db.query("""
             INSERT INTO audit_events (actor, action, subject, user_id, before, after)
             VALUES ($1, $2, $3, $4, $5, $6)
             """, [actor, action.rawValue, subject, userID, before, after])
@@ -83,18 +76,5 @@ private extension AuditEventBody {
     static func json(_ text: String?) throws -> JSONValue {
         guard let text else { return .null }
         return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
-    }
-}
-
-/// The statement form of ``AuditStore/record(actor:action:subject:userID:before:after:on:)``, which the purchase
-/// recorder runs in its own transaction until it calls the store instead.
-enum AuditLog {
-    /// The actions recorded.
-    typealias Action = AuditStore.Action
-
-    /// The statement that records one event; run it in the transaction of the change.
-    static func record(actor: String, action: Action, subject: String, userID: String?,
-                       before: PostgresJSON?, after: PostgresJSON?) -> PostgresStatement {
-        AuditStore.recording(actor: actor, action: action, subject: subject, userID: userID, before: before, after: after)
     }
 }

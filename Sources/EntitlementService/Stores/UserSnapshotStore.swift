@@ -17,7 +17,7 @@ struct UserSnapshot: Sendable {
 }
 
 /// The read side of a user's purchases: their transactions and subscriptions (through `purchase_owners`),
-/// grants and consumable balances, sent as one pipelined round trip.
+/// grants and consumable balances, sent as one pipelined round trip of prepared statements.
 @Loop
 struct UserSnapshotStore {
     /// One REPEATABLE READ snapshot (a recording committing in between cannot show half).
@@ -33,7 +33,7 @@ struct UserSnapshotStore {
     private static func statements(_ userID: String) -> [PostgresStatement] {
         [
             PostgresStatement("""
-             SELECT \(TransactionRows.columns)
+             SELECT \(TransactionStore.columns)
                FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
               WHERE o.user_id = $1
              """, [userID]),
@@ -43,7 +43,7 @@ struct UserSnapshotStore {
                FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
               WHERE o.user_id = $1
              """, [userID]),
-            PostgresStatement("SELECT grant_id::text AS grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
+            PostgresStatement("SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
             PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
         ]
     }
@@ -64,7 +64,18 @@ struct UserSnapshotStore {
         for row in results[3].rows {
             balances[try row.string("currency")] = try row.int("balance")
         }
-        return UserSnapshot(transactions: try results[0].rows.map(TransactionRows.owned), renewals: renewals,
+        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals,
                             grants: try results[2].rows.map(GrantRows.grant), balances: balances)
+    }
+}
+
+/// The `grants` table's rows as the model's `Grant`.
+enum GrantRows {
+    static func grant(_ row: PostgresRow) throws -> Grant {
+        Grant(
+            id: try row.string("grant_id"), userID: try row.string("user_id"),
+            entitlement: try row.string("entitlement"), createdAt: try row.date("created_at"),
+            expiresAt: try row.optionalDate("expires_at"), revokedAt: try row.optionalDate("revoked_at"),
+            reason: try row.string("reason"))
     }
 }

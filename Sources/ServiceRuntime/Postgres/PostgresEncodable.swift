@@ -1,4 +1,5 @@
 import Foundation
+import Timestamps
 
 /// A value that can be bound as a query parameter.
 ///
@@ -7,8 +8,11 @@ import Foundation
 ///
 /// Declared types: `String` none (the server infers it, so a string binds to text, enums, uuid…), `Int`/`Int64`
 /// `bigint`, `Int32` `integer`, `Bool` `boolean`, `Double` `double precision`, `Date` `timestamptz`, `UUID`
-/// `uuid`, `[UInt8]`/`Data` `bytea`, `PostgresJSON` `jsonb`, `nil` the wrapped type. A function that takes
-/// `integer` needs a cast for an `Int`: `pg_terminate_backend($1::int)`.
+/// `uuid`, `Duration` `interval`, `[UInt8]`/`Data` `bytea`, `PostgresJSON` `jsonb`, `nil` the wrapped type.
+/// Arrays of these are arrays (`[String]` `text[]`, `[UUID]` `uuid[]`, `[Int]` `bigint[]`, `[Date?]`
+/// `timestamptz[]` with NULL elements…; see ``PostgresArrayElement``), so a list goes in as one parameter:
+/// `WHERE id = ANY($1)`, `unnest($1::text[], $2::timestamptz[])`. A function that takes `integer` needs a cast
+/// for an `Int`: `pg_terminate_backend($1::int)`.
 public protocol PostgresEncodable: Sendable {
     /// The type OID the parameter is declared with; 0 lets the server infer it from the statement.
     static var postgresTypeOID: UInt32 { get }
@@ -22,41 +26,61 @@ enum PostgresTypeOID {
     static let bool: UInt32 = 16
     static let bytea: UInt32 = 17
     static let int8: UInt32 = 20
+    static let int2: UInt32 = 21
     static let int4: UInt32 = 23
     static let float8: UInt32 = 701
+    static let boolArray: UInt32 = 1000
+    static let byteaArray: UInt32 = 1001
+    static let int2Array: UInt32 = 1005
+    static let int4Array: UInt32 = 1007
+    static let textArray: UInt32 = 1009
+    static let int8Array: UInt32 = 1016
+    static let float8Array: UInt32 = 1022
     static let timestamptz: UInt32 = 1184
+    static let timestamptzArray: UInt32 = 1185
+    static let interval: UInt32 = 1186
+    static let intervalArray: UInt32 = 1187
     static let uuid: UInt32 = 2950
+    static let uuidArray: UInt32 = 2951
     static let jsonb: UInt32 = 3802
+    static let jsonbArray: UInt32 = 3807
 }
 
-extension String: PostgresEncodable {
+extension String: PostgresEncodable, PostgresArrayElement {
     /// Unspecified, so a string binds to whatever the statement needs there (text, varchar, an enum, a uuid…).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.unspecified }
+    /// `text[]`.
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.textArray }
     public func postgresText() -> String? { self }
 }
 
-extension Int: PostgresEncodable {
+extension Int: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int8Array }
     public func postgresText() -> String? { String(self) }
 }
 
-extension Int64: PostgresEncodable {
+extension Int64: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int8Array }
     public func postgresText() -> String? { String(self) }
 }
 
-extension Int32: PostgresEncodable {
+extension Int32: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int4 }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int4Array }
     public func postgresText() -> String? { String(self) }
 }
 
-extension Bool: PostgresEncodable {
+extension Bool: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.bool }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.boolArray }
     public func postgresText() -> String? { self ? "true" : "false" }
 }
 
-extension Double: PostgresEncodable {
+extension Double: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.float8 }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.float8Array }
     public func postgresText() -> String? {
         if isNaN { return "NaN" }
         if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
@@ -64,26 +88,34 @@ extension Double: PostgresEncodable {
     }
 }
 
-extension Date: PostgresEncodable {
-    /// Sent as `timestamptz` in RFC 3339 with milliseconds, UTC.
+extension Date: PostgresEncodable, PostgresArrayElement {
+    /// Sent as `timestamptz` in RFC 3339 with milliseconds, UTC (``RFC3339/Dialect/postgreSQL``).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.timestamptz }
-    public func postgresText() -> String? { PostgresTimestamp.format(self) }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.timestamptzArray }
+    public func postgresText() -> String? { RFC3339.string(from: self, dialect: .postgreSQL) }
 }
 
-extension UUID: PostgresEncodable {
+extension UUID: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.uuid }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.uuidArray }
     public func postgresText() -> String? { uuidString.lowercased() }
 }
 
-extension Array: PostgresEncodable where Element == UInt8 {
-    /// Sent as `bytea` in hex format.
-    public static var postgresTypeOID: UInt32 { PostgresTypeOID.bytea }
-    public func postgresText() -> String? { PostgresBytea.hex(self) }
+extension Duration: PostgresEncodable, PostgresArrayElement {
+    /// Sent as an `interval` of whole microseconds (PostgreSQL's resolution; finer parts are dropped), so a
+    /// lease or a delay is bound as what it is: `now() + $1`.
+    public static var postgresTypeOID: UInt32 { PostgresTypeOID.interval }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.intervalArray }
+    public func postgresText() -> String? {
+        let (seconds, attoseconds) = components
+        return "\(seconds) seconds \(attoseconds / 1_000_000_000_000) microseconds"
+    }
 }
 
-extension Data: PostgresEncodable {
+extension Data: PostgresEncodable, PostgresArrayElement {
     /// Sent as `bytea` in hex format.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.bytea }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.byteaArray }
     public func postgresText() -> String? { PostgresBytea.hex(self) }
 }
 
@@ -94,12 +126,13 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 }
 
 /// A JSON document bound as `jsonb`; the text is sent as is and validated by the server.
-public struct PostgresJSON: PostgresEncodable, Hashable {
+public struct PostgresJSON: PostgresEncodable, PostgresArrayElement, Hashable {
     /// The JSON text.
     public let json: String
     /// Wraps JSON text to be bound as `jsonb`.
     public init(_ json: String) { self.json = json }
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.jsonb }
+    public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.jsonbArray }
     public func postgresText() -> String? { json }
 }
 

@@ -75,6 +75,11 @@ public final class PostgresPool {
         try await query(sql, parameters)
     }
 
+    /// One round trip on a free connection: whether the server answers (readiness checks).
+    public func ping() async throws {
+        _ = try await query("SELECT 1", [])
+    }
+
     /// Lends a connection to `body` and takes it back afterwards, whatever `body` does.
     /// - Throws: `body`'s error, or a `PostgresError` when no connection could be had (`.timeout` after
     ///   `acquireTimeoutMs`, `.connection` when opening one failed or the pool is closed).

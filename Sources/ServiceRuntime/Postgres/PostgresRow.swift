@@ -30,7 +30,8 @@ final class PostgresColumnIndex: Sendable {
 ///
 /// `row["column"]` gives the raw text (`nil` for NULL or an unknown column). The typed accessors throw a
 /// `PostgresError` of kind `.decoding` naming the column when it is missing, NULL or of another type; their
-/// `optional…` variants return `nil` for NULL instead.
+/// `optional…` variants return `nil` for NULL instead. Values decode through `PostgresDecodable`, which also
+/// reads the elements of one-dimensional arrays (`row.array("ids", of: UUID.self)`).
 public struct PostgresRow: Sendable {
     let index: PostgresColumnIndex
     let values: [String?]
@@ -62,34 +63,49 @@ public struct PostgresRow: Sendable {
     public func uuid(_ column: String) throws -> UUID { try required(column, optionalUUID(column)) }
     /// A `bytea` value.
     public func bytes(_ column: String) throws -> [UInt8] { try required(column, optionalBytes(column)) }
+    /// A one-dimensional array of `Element` (`text[]` as `[String]`, `uuid[]` as `[UUID]`…); NULL elements
+    /// decode only when `Element` is optional (`[String?]`).
+    public func array<Element: PostgresDecodable>(_ column: String, of element: Element.Type) throws -> [Element] {
+        try required(column, optionalArray(column, of: element))
+    }
 
     /// `string(_:)`, or `nil` for NULL.
     public func optionalString(_ column: String) throws -> String? { try text(column) }
     /// `int(_:)`, or `nil` for NULL.
-    public func optionalInt(_ column: String) throws -> Int? { try decode(column, as: "an integer") { Int($0) } }
+    public func optionalInt(_ column: String) throws -> Int? { try decode(column) }
     /// `int64(_:)`, or `nil` for NULL.
-    public func optionalInt64(_ column: String) throws -> Int64? { try decode(column, as: "a 64-bit integer") { Int64($0) } }
+    public func optionalInt64(_ column: String) throws -> Int64? { try decode(column) }
     /// `bool(_:)`, or `nil` for NULL.
-    public func optionalBool(_ column: String) throws -> Bool? {
-        try decode(column, as: "a boolean") { $0 == "t" ? true : $0 == "f" ? false : nil }
-    }
+    public func optionalBool(_ column: String) throws -> Bool? { try decode(column) }
     /// `double(_:)`, or `nil` for NULL.
-    public func optionalDouble(_ column: String) throws -> Double? {
-        try decode(column, as: "a number") { text in
-            switch text {
-            case "NaN": .nan
-            case "Infinity": .infinity
-            case "-Infinity": -.infinity
-            default: Double(text)
+    public func optionalDouble(_ column: String) throws -> Double? { try decode(column) }
+    /// `date(_:)`, or `nil` for NULL.
+    public func optionalDate(_ column: String) throws -> Date? { try decode(column) }
+    /// `uuid(_:)`, or `nil` for NULL.
+    public func optionalUUID(_ column: String) throws -> UUID? { try decode(column) }
+    /// `bytes(_:)`, or `nil` for NULL.
+    public func optionalBytes(_ column: String) throws -> [UInt8]? {
+        guard let text = try text(column) else { return nil }
+        guard let bytes = PostgresBytea.decode(text) else { throw notA("bytea", column) }
+        return bytes
+    }
+    /// `array(_:of:)`, or `nil` for NULL.
+    public func optionalArray<Element: PostgresDecodable>(_ column: String, of element: Element.Type) throws -> [Element]? {
+        guard let text = try text(column) else { return nil }
+        guard let elements = PostgresArrayText.elements(text) else { throw notA("a one-dimensional array", column) }
+        return try elements.map { element in
+            guard let element else {
+                guard let null = Element.postgresNull else {
+                    throw PostgresError(kind: .decoding, message: "column \"\(column)\" holds a NULL element")
+                }
+                return null
             }
+            guard let value = Element(postgresText: element) else {
+                throw notA("an array of \(Element.postgresDescription)", column)
+            }
+            return value
         }
     }
-    /// `date(_:)`, or `nil` for NULL.
-    public func optionalDate(_ column: String) throws -> Date? { try decode(column, as: "a timestamp") { PostgresTimestamp.parse($0) } }
-    /// `uuid(_:)`, or `nil` for NULL.
-    public func optionalUUID(_ column: String) throws -> UUID? { try decode(column, as: "a UUID") { UUID(uuidString: $0) } }
-    /// `bytes(_:)`, or `nil` for NULL.
-    public func optionalBytes(_ column: String) throws -> [UInt8]? { try decode(column, as: "bytea") { PostgresBytea.decode($0) } }
 
     private func text(_ column: String) throws -> String? {
         guard let position = index.position(of: column) else {
@@ -98,12 +114,14 @@ public struct PostgresRow: Sendable {
         return values[position]
     }
 
-    private func decode<T>(_ column: String, as description: String, _ convert: (String) -> T?) throws -> T? {
+    private func decode<T: PostgresDecodable>(_ column: String) throws -> T? {
         guard let text = try text(column) else { return nil }
-        guard let value = convert(text) else {
-            throw PostgresError(kind: .decoding, message: "column \"\(column)\" is not \(description)")
-        }
+        guard let value = T(postgresText: text) else { throw notA(T.postgresDescription, column) }
         return value
+    }
+
+    private func notA(_ description: String, _ column: String) -> PostgresError {
+        PostgresError(kind: .decoding, message: "column \"\(column)\" is not \(description)")
     }
 
     private func required<T>(_ column: String, _ value: T?) throws -> T {

@@ -1,0 +1,59 @@
+import Crypto
+import EntitlementModel
+import Foundation
+
+/// The App Store Connect in-app purchase key (`APPLE_ISSUER_ID`, `APPLE_KEY_ID`, `APPLE_PRIVATE_KEY_FILE`) and
+/// the app it speaks for: what mints the ES256 token of each App Store Server API request.
+///
+/// The private key is never printed: the description names the key id and the issuer only.
+public struct ServerAPICredentials: Sendable, CustomStringConvertible {
+    public var issuerID: String
+    public var keyID: String
+    public var bundleID: String
+    let privateKey: P256.Signing.PrivateKey
+
+    /// How long a minted token is valid: 5 minutes, well under Apple's 60.
+    public static let tokenLifetime: TimeInterval = 300
+
+    public init(issuerID: String, keyID: String, bundleID: String, privateKey: P256.Signing.PrivateKey) {
+        self.issuerID = issuerID
+        self.keyID = keyID
+        self.bundleID = bundleID
+        self.privateKey = privateKey
+    }
+
+    /// Reads the `.p8` file at `path` (PEM, PKCS#8, P-256). The error names the file and what is wrong,
+    /// never its contents.
+    public static func privateKey(pemFile path: String) throws(ServerAPIKeyError) -> P256.Signing.PrivateKey {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ServerAPIKeyError("'\(path)', which cannot be read")
+        }
+        guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else {
+            throw ServerAPIKeyError("'\(path)', which is not a PEM file (expected the .p8 key from App Store Connect)")
+        }
+        do {
+            return try P256.Signing.PrivateKey(pemRepresentation: text)
+        } catch {
+            throw ServerAPIKeyError("'\(path)', which does not hold a P-256 private key (PKCS#8 PEM)")
+        }
+    }
+
+    /// A fresh token for a request at `now`: `ServerAPIToken` signed with the key (ES256, raw `r || s`).
+    public func token(now: Date = Date(), lifetime: TimeInterval = Self.tokenLifetime) -> String {
+        let input = ServerAPIToken(keyID: keyID, issuerID: issuerID, bundleID: bundleID, now: now, lifetime: lifetime).signingInput
+        // Signing with a valid P-256 key cannot fail.
+        let signature = try! privateKey.signature(for: Data(input.utf8))
+        return input + "." + CompactJWS.base64URL(signature.rawRepresentation)
+    }
+
+    public var description: String { "App Store Server API key \(keyID) of issuer \(issuerID) for \(bundleID)" }
+}
+
+/// Why the `.p8` key could not be loaded; names the file, never the key.
+public struct ServerAPIKeyError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The file and what is wrong with it: `'/path/key.p8', which cannot be read`.
+    public var reason: String
+    public var description: String { "the key file \(reason)" }
+
+    init(_ reason: String) { self.reason = reason }
+}

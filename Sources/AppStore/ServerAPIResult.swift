@@ -1,0 +1,73 @@
+import EntitlementModel
+import Foundation
+
+/// What one App Store Server API call came to, after the Production-then-Sandbox flow, the waits for the
+/// request budget and Apple's rate limit, and the retries that fitted in the call's time.
+public enum ServerAPIResult<Answer: Sendable & Hashable>: Sendable, Hashable {
+    /// Apple answered from `environment`; every signed field in `answer` verified and decoded.
+    case answered(Answer, environment: StoreEnvironment)
+    /// No environment asked knows the id or the order (`4040010`, `4040005`, an order with `status` 1).
+    case notFound
+    /// Apple could not answer within the call's time (`5000001`, `4040002`, `4040004`, `4040006`, 5xx,
+    /// timeouts, broken connections, the request budget spent): ask again, not before `until` when given.
+    case retryLater(until: Date?, detail: String)
+    /// Apple's rate limit (429) holds every request until `until`, beyond the call's time.
+    case rateLimited(until: Date)
+    /// Apple refused the key (401) in every environment asked, or refused the request as malformed: the
+    /// configuration is wrong, asking again will not help.
+    case configurationError(detail: String)
+    /// Apple refused the request for what it asks (an invalid id, say): `errorCode` says why.
+    case rejected(errorCode: Int?, detail: String)
+    /// Apple's answer carries a signed field that does not verify, or does not decode, or names another app
+    /// or environment: nothing of it may be used.
+    case unverified(detail: String)
+
+    /// The answer, when Apple gave one.
+    public var answer: Answer? {
+        if case .answered(let answer, _) = self { answer } else { nil }
+    }
+
+    /// The same outcome with no answer, for a call that ends in another one's failure.
+    func failure<Other>(as: Other.Type = Other.self) -> ServerAPIResult<Other> {
+        switch self {
+        case .answered: preconditionFailure("an answered result is not a failure")
+        case .notFound: .notFound
+        case .retryLater(let until, let detail): .retryLater(until: until, detail: detail)
+        case .rateLimited(let until): .rateLimited(until: until)
+        case .configurationError(let detail): .configurationError(detail: detail)
+        case .rejected(let errorCode, let detail): .rejected(errorCode: errorCode, detail: detail)
+        case .unverified(let detail): .unverified(detail: detail)
+        }
+    }
+}
+
+/// One subscription in Get All Subscription Statuses: its group, Apple's status, and its latest transaction
+/// and renewal info, verified.
+public struct ServerAPISubscriptionStatus: Sendable, Hashable {
+    public var subscriptionGroupIdentifier: String?
+    public var originalTransactionID: String?
+    /// Apple's `status` (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked); nil when Apple
+    /// sent a value this code does not know (see `rawStatus`).
+    public var status: AppStoreSubscriptionStatus?
+    public var rawStatus: Int?
+    public var transaction: ServerAPISigned<AppStoreTransactionV2>?
+    public var renewalInfo: ServerAPISigned<AppStoreRenewalInfoV2>?
+
+    public init(subscriptionGroupIdentifier: String?, originalTransactionID: String?, status: AppStoreSubscriptionStatus?,
+                rawStatus: Int?, transaction: ServerAPISigned<AppStoreTransactionV2>? = nil,
+                renewalInfo: ServerAPISigned<AppStoreRenewalInfoV2>? = nil) {
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.originalTransactionID = originalTransactionID
+        self.status = status
+        self.rawStatus = rawStatus
+        self.transaction = transaction
+        self.renewalInfo = renewalInfo
+    }
+}
+
+/// One notification of Get Notification History: the notification verified (its `signedPayload` is the
+/// `jws`, to feed to the same path as a notification Apple POSTs) and Apple's delivery attempts.
+public struct ServerAPIHistoricNotification: Sendable, Hashable {
+    public var notification: ServerAPISigned<AppStoreNotificationV2>
+    public var sendAttempts: [ServerAPIResponse.NotificationHistory.SendAttempt]
+}

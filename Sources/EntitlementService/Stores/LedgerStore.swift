@@ -1,0 +1,89 @@
+import ServiceRuntime
+
+/// The balance was too small for a consume.
+struct InsufficientBalance: Error, Sendable {
+    var balance: Int
+    var requested: Int
+}
+
+/// A consumable purchase's credit: `amount` of `currency` for the owner of `originalTransactionID`.
+struct ConsumableCredit: Sendable {
+    var transactionID: String
+    var originalTransactionID: String
+    var currency: String
+    var amount: Int
+}
+
+/// The `consumable_ledger` and `consumable_balances` tables: a credit once per transaction, a refund debit once
+/// per transaction, a consume once per idempotency key, each entry's balance row updated in the same
+/// transaction, and never below zero by a consume (a refund debit may take it there). The stored transaction
+/// decides a credit or a refund (it keeps a refund once any receipt showed one), not the receipt at hand.
+@Loop
+struct LedgerStore {
+    /// Credits each purchase not refunded to its owner, once per transaction (balance rows in key order).
+    func credit(_ credits: [ConsumableCredit], on db: some PostgresQueryable) async throws {
+        guard !credits.isEmpty else { return }
+        _ = try await db.query("""
+            WITH entry AS (
+                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
+                    SELECT o.user_id, x.currency, x.amount, 'credit', x.transaction_id
+                      FROM unnest($1, $2, $3, $4) AS x (transaction_id, original_transaction_id, currency, amount)
+                      JOIN purchase_owners o ON o.original_transaction_id = x.original_transaction_id
+                      JOIN app_store_transactions t ON t.transaction_id = x.transaction_id AND t.cancellation_date IS NULL
+                    ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                    RETURNING user_id, currency, amount)
+            INSERT INTO consumable_balances AS b (user_id, currency, balance)
+            SELECT user_id, currency, sum(amount) FROM entry GROUP BY user_id, currency ORDER BY user_id, currency
+            ON CONFLICT (user_id, currency) DO UPDATE SET balance = b.balance + EXCLUDED.balance
+            """, [credits.map(\.transactionID), credits.map(\.originalTransactionID), credits.map(\.currency), credits.map(\.amount)])
+    }
+
+    /// Debits, once per transaction, the credit of each of `transactionIDs` whose stored transaction is refunded.
+    func debitRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
+        guard !transactionIDs.isEmpty else { return }
+        _ = try await db.query("""
+            WITH entry AS (
+                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
+                    SELECT l.user_id, l.currency, -l.amount, 'refund', l.transaction_id
+                      FROM consumable_ledger l
+                      JOIN app_store_transactions t ON t.transaction_id = l.transaction_id AND t.cancellation_date IS NOT NULL
+                     WHERE l.transaction_id = ANY($1) AND l.kind = 'credit'
+                    ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                    RETURNING user_id, currency, amount),
+                 total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency)
+            UPDATE consumable_balances b SET balance = b.balance + total.amount
+              FROM total WHERE b.user_id = total.user_id AND b.currency = total.currency
+            """, [transactionIDs])
+    }
+
+    /// Spends `amount` of `currency` in the caller's transaction (whose connection is `db`); the same key again
+    /// spends nothing and answers the current balance. A concurrent spend with the same key makes the ledger's
+    /// insert fail with a unique violation: the caller's transaction then spent nothing.
+    /// - Throws: `InsufficientBalance` when the balance is smaller than `amount`.
+    func consume(userID: String, currency: String, amount: Int, idempotencyKey: String, on db: some PostgresQueryable) async throws -> Int {
+        if try await !db.query("""
+            SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
+            """, [userID, currency, idempotencyKey]).rows.isEmpty {
+            return try await balance(userID: userID, currency: currency, on: db)
+        }
+        let spent = try await db.query("""
+            UPDATE consumable_balances SET balance = balance - $3
+             WHERE user_id = $1 AND currency = $2 AND balance >= $3
+            RETURNING balance
+            """, [userID, currency, amount])
+        guard let row = spent.rows.first else {
+            throw InsufficientBalance(balance: try await balance(userID: userID, currency: currency, on: db), requested: amount)
+        }
+        _ = try await db.query("""
+            INSERT INTO consumable_ledger (user_id, currency, amount, kind, idempotency_key)
+            VALUES ($1, $2, $3, 'consume', $4)
+            """, [userID, currency, -amount, idempotencyKey])
+        return try row.int("balance")
+    }
+
+    /// The balance of `currency` (0 without a row).
+    func balance(userID: String, currency: String, on db: some PostgresQueryable) async throws -> Int {
+        try await db.query("SELECT balance FROM consumable_balances WHERE user_id = $1 AND currency = $2", [userID, currency])
+            .rows.first.map { try $0.int("balance") } ?? 0
+    }
+}

@@ -1,0 +1,100 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// One auto-renewable subscription as a receipt or notification shows it: its latest transaction, when the
+/// refresher should look again, and Apple's renewal info when it came along.
+struct SubscriptionState: Sendable {
+    var originalTransactionID: String
+    var productID: String
+    var latestExpiresDate: Date?
+    var nextRefreshAt: Date?
+    var renewal: RenewalInfo?
+}
+
+/// A subscription the renewal refresher claimed: the receipt to re-verify and for whom.
+struct DueRefresh: Sendable {
+    var originalTransactionID: String
+    var latestReceipt: String
+    var environment: StoreEnvironment
+    /// Refreshes so far, this one included (the retry backoff grows with it).
+    var attempts: Int
+    /// The purchase's owner; nil when nobody owns it (nothing is recorded then).
+    var owner: String?
+}
+
+/// The `subscriptions` table: the renewal state of each auto-renewable subscription, and the renewal
+/// refresher's claims on those due for re-verification.
+@Loop
+struct SubscriptionStore {
+    /// Folds `states` into the stored subscriptions: the later expiry wins, the receipt replaces the stored one
+    /// when it has one, and Apple's renewal info, where it came along, replaces what was known. Rows are written
+    /// in id order, as the owners are.
+    func record(_ states: [SubscriptionState], latestReceipt: String?, environment: StoreEnvironment,
+                on db: some PostgresQueryable) async throws {
+        guard !states.isEmpty else { return }
+        let sorted = states.sorted { $0.originalTransactionID < $1.originalTransactionID }
+        _ = try await db.query("""
+            INSERT INTO subscriptions AS s (original_transaction_id, product_id, latest_expires_date, latest_receipt, environment, next_refresh_at)
+            SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $5, $6, x.next_refresh_at
+              FROM unnest($1, $2, $3, $4) AS x (original_transaction_id, product_id, latest_expires_date, next_refresh_at)
+            ON CONFLICT (original_transaction_id) DO UPDATE SET
+                product_id = CASE WHEN s.latest_expires_date IS NULL OR EXCLUDED.latest_expires_date >= s.latest_expires_date
+                                  THEN EXCLUDED.product_id ELSE s.product_id END,
+                latest_expires_date = GREATEST(s.latest_expires_date, EXCLUDED.latest_expires_date),
+                latest_receipt = COALESCE(EXCLUDED.latest_receipt, s.latest_receipt),
+                environment = EXCLUDED.environment,
+                next_refresh_at = EXCLUDED.next_refresh_at,
+                refresh_attempts = 0,
+                updated_at = now()
+            """, [sorted.map(\.originalTransactionID), sorted.map(\.productID), sorted.map(\.latestExpiresDate),
+                  sorted.map(\.nextRefreshAt), latestReceipt, environment.rawValue])
+        let renewed = sorted.compactMap(\.renewal)
+        guard !renewed.isEmpty else { return }
+        _ = try await db.query("""
+            UPDATE subscriptions s SET
+                auto_renew_product_id = x.auto_renew_product_id, will_renew = x.will_renew,
+                expiration_intent = x.expiration_intent, in_billing_retry = x.in_billing_retry,
+                grace_period_expires_date = x.grace_period_expires_date, price_consent_status = x.price_consent_status
+              FROM unnest($1, $2, $3, $4, $5, $6, $7) AS x (
+                   original_transaction_id, auto_renew_product_id, will_renew, expiration_intent, in_billing_retry,
+                   grace_period_expires_date, price_consent_status)
+             WHERE s.original_transaction_id = x.original_transaction_id
+            """, [renewed.map(\.originalTransactionID), renewed.map(\.autoRenewProductID), renewed.map(\.willRenew),
+                  renewed.map(\.expirationIntent), renewed.map(\.isInBillingRetryPeriod), renewed.map(\.gracePeriodExpiresDate),
+                  renewed.map(\.priceConsentStatus)])
+    }
+
+    /// Claims up to `limit` subscriptions whose refresh is due, skipping rows other instances hold; a claimed
+    /// one is not due again before `lease` has passed.
+    func claimDue(limit: Int, lease: Duration, on db: some PostgresQueryable) async throws -> [DueRefresh] {
+        try await db.query("""
+            WITH due AS (
+                SELECT original_transaction_id FROM subscriptions
+                 WHERE next_refresh_at <= now() AND latest_receipt IS NOT NULL
+                 ORDER BY next_refresh_at LIMIT $1
+                 FOR UPDATE SKIP LOCKED)
+            UPDATE subscriptions s
+               SET next_refresh_at = now() + $2, refresh_attempts = s.refresh_attempts + 1
+              FROM due WHERE s.original_transaction_id = due.original_transaction_id
+            RETURNING s.original_transaction_id, s.latest_receipt, s.environment, s.refresh_attempts,
+                      (SELECT user_id FROM purchase_owners o WHERE o.original_transaction_id = s.original_transaction_id) AS owner
+            """, [limit, lease]).rows.map { row in
+                DueRefresh(
+                    originalTransactionID: try row.string("original_transaction_id"), latestReceipt: try row.string("latest_receipt"),
+                    environment: StoreEnvironment(rawValue: try row.string("environment")) ?? .production,
+                    attempts: try row.int("refresh_attempts"), owner: try row.optionalString("owner"))
+            }
+    }
+
+    /// No more refreshes: Apple rejected the receipt for good.
+    func stopRefreshing(_ originalTransactionID: String, on db: some PostgresQueryable) async throws {
+        _ = try await db.query("UPDATE subscriptions SET next_refresh_at = NULL WHERE original_transaction_id = $1", [originalTransactionID])
+    }
+
+    /// The next refresh after `delay`: Apple could not answer this time.
+    func deferRefresh(_ originalTransactionID: String, by delay: Duration, on db: some PostgresQueryable) async throws {
+        _ = try await db.query("UPDATE subscriptions SET next_refresh_at = now() + $2 WHERE original_transaction_id = $1",
+                               [originalTransactionID, delay])
+    }
+}

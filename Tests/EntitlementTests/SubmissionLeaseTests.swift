@@ -1,0 +1,96 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import AppStore
+@testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
+
+/// Retry leases fenced by their claim: two instances, the first one's lease runs out while it waits for Apple,
+/// the second claims the submission, and whatever the first one's late answer says changes nothing.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+@Loop
+struct SubmissionLeaseTests {
+    /// The late answers an expired lease may bring; each would change the submission if it were written.
+    enum LateAnswer: String, CaseIterable, Sendable {
+        case verified, rejected, configurationError
+    }
+
+    private func purchase() -> FakeReceipt {
+        var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+        receipt.addPurchase("com.example.lifetime", transactionID: "fence-1", purchased: Date().addingTimeInterval(-60))
+        return receipt
+    }
+
+    private func answer(_ late: LateAnswer, _ receipt: FakeReceipt) throws -> VerificationFlow.Result {
+        switch late {
+        case .verified: try receipt.verified()
+        case .rejected: .rejected(appleStatus: 21010, detail: "late rejection")
+        case .configurationError: .configurationError(appleStatus: 21004, detail: "late configuration error")
+        }
+    }
+
+    @Test(arguments: LateAnswer.allCases)
+    func aLateAnswerUnderAnExpiredLeaseChangesNothing(late: LateAnswer) async throws {
+        try await PurchaseStack.run { stack in
+            let slowApple = ScriptedVerifier(), otherApple = ScriptedVerifier()
+            let first = stack.service(slowApple), second = stack.service(otherApple)
+            let receipt = purchase()
+
+            // The first instance stores the receipt under its claim and asks Apple, who keeps it waiting.
+            slowApple.holdNextCall()
+            let post = Task { @Loop in
+                try await first.submit(userID: "fence-user", receiptData: receipt.receiptData, orderID: nil, waitMs: 30_000, actor: "test")
+            }
+            await slowApple.awaitHeldCall()
+            let firstClaim = try #require(try await stack.sql("SELECT claim_id FROM receipt_submissions").first?.uuid("claim_id"))
+
+            // Its lease runs out; the second instance claims the submission, and Apple cannot answer that one now.
+            _ = try await stack.sql("UPDATE receipt_submissions SET claimed_until = now() - interval '1 second', next_attempt_at = now()")
+            let due = try await second.submissions.claimDue(limit: 10, lease: second.lease, on: stack.pool)
+            #expect(due.count == 1 && due.first?.claim.claimID != firstClaim)
+            otherApple.enqueue(.retryLater(appleStatus: nil, reason: "HTTP 503"))
+            guard case .pending = await second.retry(try #require(due.first)) else {
+                Issue.record("the second attempt was not rescheduled"); return
+            }
+            let state = "SELECT status, apple_status, last_error, claim_id, claimed_until, next_attempt_at, attempts, resolved_at FROM receipt_submissions"
+            let rescheduled = try await stack.sql(state)
+
+            // The first attempt's answer arrives: nothing of it is written.
+            slowApple.release(try answer(late, receipt))
+            let (_, outcome) = try await post.value
+            guard case .pending? = outcome else {
+                Issue.record("the superseded attempt answered \(String(describing: outcome))"); return
+            }
+            #expect(try await stack.sql(state).map(\.values) == rescheduled.map(\.values))
+            #expect(try await stack.sql("SELECT status FROM receipt_submissions").first?.string("status") == "pending")
+            #expect(try await stack.sql("SELECT 1 FROM app_store_transactions UNION ALL SELECT 1 FROM purchase_owners").isEmpty)
+
+            // The holder of the live claim still finishes the submission.
+            _ = try await stack.sql("UPDATE receipt_submissions SET next_attempt_at = now()")
+            let again = try await second.submissions.claimDue(limit: 10, lease: second.lease, on: stack.pool)
+            otherApple.enqueue(try receipt.verified())
+            guard case .verified = await second.retry(try #require(again.first)) else {
+                Issue.record("the live claim could not verify"); return
+            }
+            #expect(try await stack.sql("SELECT status FROM receipt_submissions").first?.string("status") == "verified")
+            #expect(try await stack.sql("SELECT user_id FROM purchase_owners WHERE original_transaction_id = 'fence-1'").first?.string("user_id") == "fence-user")
+        }
+    }
+
+    @Test func releasingClaimsFreesOnlyTheLeasesStillHeld() async throws {
+        try await PurchaseStack.run { stack in
+            let store = SubmissionStore()
+            let (_, created) = try await store.store(userID: "u1", receiptData: "cmVjZWlwdA==", orderID: nil, lease: .seconds(60), on: stack.pool)
+            let held = try #require(created)
+            // The lease is taken over (it ran out): releasing the stale claim leaves the new holder's lease alone.
+            _ = try await stack.sql("UPDATE receipt_submissions SET claimed_until = now() - interval '1 second'")
+            let current = try #require(try await store.claim(held.verificationID, lease: .seconds(60), on: stack.pool))
+            try await store.release([held.claim], on: stack.pool)
+            #expect(try await stack.sql("SELECT claimed_until IS NOT NULL AS held FROM receipt_submissions").first?.bool("held") == true)
+            try await store.release([current.claim], on: stack.pool)
+            #expect(try await stack.sql("SELECT claimed_until IS NOT NULL AS held FROM receipt_submissions").first?.bool("held") == false)
+            #expect(current.attempts == 2)
+        }
+    }
+}
