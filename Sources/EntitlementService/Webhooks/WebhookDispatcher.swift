@@ -12,6 +12,10 @@ struct WebhookSettings: Sendable {
     var concurrency: Int
     /// How often an idle dispatcher looks for due events written by other processes (or retries coming due).
     var pollMs: Int = 100
+
+    /// How long a claim keeps an event from other senders: longer than any attempt (the timeout, plus room to
+    /// record its outcome). An event whose sender died is sent again once it ends.
+    var leaseMs: Int { timeoutMs + max(1_000, timeoutMs / 2) }
 }
 
 /// Sends pending events to `WEBHOOK_URL` on the loop through the runtime's `HTTPClient`: claims due events with
@@ -102,7 +106,7 @@ final class WebhookDispatcher {
         guard free > 0, !stopped else { return true }
         let claims: [DeliveryClaim]
         do {
-            claims = try await store.claimDue(limit: free, now: Date(), leaseMs: settings.timeoutMs + 5_000, on: db)
+            claims = try await store.claimDue(limit: free, now: Date(), leaseMs: settings.leaseMs, on: db)
         } catch {
             Log.warning("webhook_claim_failed", ["error": String(describing: error)])
             return false
