@@ -11,7 +11,7 @@ struct CustomerViewBody: Encodable {
     var claims: [String: [EntitlementClaim]]
     var transactions: [TransactionBody]
     var nextTransactionsCursor: String?
-    var grants: [Grant]
+    var grants: [GrantRecord]
     var events: [JSONValue]
     var nextEventsCursor: String?
 
@@ -91,6 +91,7 @@ struct CustomerView {
     let catalog: CatalogCache
     private let snapshots = UserSnapshotStore()
     private let events = EventStore()
+    private let grants = GrantStore()
 
     init(db: PostgresPool, catalog: CatalogCache) {
         self.db = db
@@ -126,7 +127,7 @@ struct CustomerView {
         let nextEvents = stored.count > eventLimit ? page.last.map { PageCursor(number: Int64($0.sequence)).text } : nil
 
         return CustomerViewBody(document: document, claims: claims, transactions: transactions.map(TransactionBody.init),
-                                nextTransactionsCursor: nextTransactions, grants: snapshot.grants.sorted { $0.createdAt > $1.createdAt },
+                                nextTransactionsCursor: nextTransactions, grants: try await grants.records(userID: userID, on: db),
                                 events: eventBodies, nextEventsCursor: nextEvents)
     }
 
