@@ -7,7 +7,8 @@ Prints `listening <port>` on its first line once it accepts connections. Every P
 counted as invalid. A verified one is answered 500 with probability --fail-rate (counted as refused, not
 received), else 204 and kept. GET /received answers what it kept:
 {"events": [{"headers": {...}, "body": {...}, "attempt": n}, ...], "invalid": n, "refused": n, "requests": n}.
-POST /control {"fail_rate": x, "delay_ms": n} changes the behaviour while it runs.
+POST /control {"fail_rate": x, "delay_ms": n, "reset": true} changes the behaviour while it runs (`reset` forgets
+what it received).
 """
 
 import argparse
@@ -67,6 +68,9 @@ def handler(state):
                 with state.lock:
                     state.fail_rate = float(change.get("fail_rate", state.fail_rate))
                     state.delay_ms = int(change.get("delay_ms", state.delay_ms))
+                    if change.get("reset"):
+                        state.events, state.attempts = [], {}
+                        state.invalid = state.refused = state.requests = 0
                 return self.answer(204)
             headers = {key.lower(): value for key, value in self.headers.items()}
             with state.lock:

@@ -82,29 +82,7 @@ struct Configuration: Sendable {
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
         entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
         appleServerAPI = try ServerAPIConfiguration(reader, bundleID: appleBundleID)
-        webhooks = try Self.webhookSettings(reader)
-    }
-
-    /// `WEBHOOK_URL` with its required `WEBHOOK_SECRET`, `WEBHOOK_TIMEOUT_MS`, and the as-built knobs of the retry
-    /// rule and concurrency. A secret given without a URL is still checked.
-    private static func webhookSettings(_ reader: EnvironmentReader) throws(ConfigurationError) -> WebhookSettings? {
-        let signer = try reader.string("WEBHOOK_SECRET").map { secret throws(ConfigurationError) in try WebhookSigner(secret: secret) }
-        let timeoutMs = try reader.int("WEBHOOK_TIMEOUT_MS", default: 10_000, in: 1...600_000)
-        let baseMs = try reader.int("WEBHOOK_RETRY_BASE_MS", default: 5_000, in: 1...86_400_000)
-        let maxMs = try reader.int("WEBHOOK_RETRY_MAX_MS", default: 3_600_000, in: 1...86_400_000)
-        guard maxMs >= baseMs else {
-            throw ConfigurationError(variable: "WEBHOOK_RETRY_MAX_MS", problem: "must be at least WEBHOOK_RETRY_BASE_MS (\(baseMs))")
-        }
-        let windowS = try reader.int("WEBHOOK_RETRY_WINDOW_S", default: 3 * 86_400, in: 1...365 * 86_400)
-        let concurrency = try reader.int("WEBHOOK_CONCURRENCY", default: 32, in: 1...1_024)
-        guard reader.string("WEBHOOK_URL") != nil else { return nil }
-        let url = try reader.url("WEBHOOK_URL", default: "")
-        guard let signer else {
-            throw ConfigurationError(variable: "WEBHOOK_SECRET", problem: "is required with WEBHOOK_URL (whsec_ and the base64 of 24 to 64 bytes)")
-        }
-        return WebhookSettings(url: url, signer: signer, timeoutMs: timeoutMs,
-                               retry: WebhookRetryPolicy(schedule: RetrySchedule(baseMs: baseMs, maxMs: maxMs), window: TimeInterval(windowS)),
-                               concurrency: concurrency)
+        webhooks = try WebhookSettings(reader)
     }
 
     /// Settings that are valid but leave part of the service unusable, for `serve` to warn about once at

@@ -28,15 +28,15 @@ struct EventStore {
     /// Locks the heads of `userIDs`, creating those missing, in user-id order (every writer locks in that order,
     /// so two writers of the same users cannot deadlock here).
     func lockHeads(_ userIDs: [String], on db: some PostgresQueryable) async throws -> [EventHead] {
-        let users = try PostgresJSON(encoding: Array(Set(userIDs)).sorted())
+        let users = Array(Set(userIDs)).sorted()
         _ = try await db.query("""
             INSERT INTO user_event_heads (user_id)
-            SELECT u FROM jsonb_array_elements_text($1::jsonb) AS u ORDER BY u
+            SELECT u FROM unnest($1::text[]) AS u ORDER BY u
             ON CONFLICT (user_id) DO NOTHING
             """, [users])
         return try await db.query("""
             SELECT user_id, last_sequence, state::text AS state, next_change_at FROM user_event_heads
-             WHERE user_id IN (SELECT jsonb_array_elements_text($1::jsonb))
+             WHERE user_id = ANY($1)
              ORDER BY user_id
              FOR UPDATE
             """, [users]).rows.map(Self.head)

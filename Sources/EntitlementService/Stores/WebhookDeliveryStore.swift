@@ -13,6 +13,31 @@ struct DeliveryClaim: Sendable {
     var pendingSince: Date
 }
 
+/// How one attempt ended, to be recorded for its claim.
+struct DeliveryOutcome: Sendable {
+    var claim: DeliveryClaim
+    /// `delivered`, `pending` (retried at `nextAttemptAt`) or `failed`.
+    var status: WebhookDeliveryStatus
+    var nextAttemptAt: Date?
+    /// The receiver's HTTP status; nil when none answered.
+    var responseStatus: Int?
+    /// Why no answer came (timeout, refused…); never a secret.
+    var error: String?
+    var finishedAt: Date
+
+    init(claim: DeliveryClaim, decision: WebhookDeliveryDecision, responseStatus: Int?, error: String?, finishedAt: Date) {
+        self.claim = claim
+        switch decision {
+        case .delivered: (status, nextAttemptAt) = (.delivered, nil)
+        case .retry(let at): (status, nextAttemptAt) = (.pending, at)
+        case .failed: (status, nextAttemptAt) = (.failed, nil)
+        }
+        self.responseStatus = responseStatus
+        self.error = error
+        self.finishedAt = finishedAt
+    }
+}
+
 /// One row of `GET /v1/admin/webhooks/deliveries`.
 struct DeliveryRow: Sendable, Encodable {
     var eventID: UUID
@@ -81,31 +106,28 @@ struct WebhookDeliveryStore: WebhookDeliveryReading {
         }
     }
 
-    /// Records how `claim`'s attempt ended at `now` and what follows; nothing when the claim is no longer current
-    /// (its lease ended and another claim took the event, or it was redelivered meanwhile).
-    func record(_ claim: DeliveryClaim, decision: WebhookDeliveryDecision, responseStatus: Int?, error: String?, now: Date,
-                on db: some PostgresQueryable) async throws {
-        let status: WebhookDeliveryStatus, next: Date?
-        switch decision {
-        case .delivered: (status, next) = (.delivered, nil)
-        case .retry(let at): (status, next) = (.pending, at)
-        case .failed: (status, next) = (.failed, nil)
-        }
+    /// Records how each attempt ended and what follows, in one statement; an outcome whose claim is no longer
+    /// current (its lease ended and another claim took the event, or it was redelivered meanwhile) changes nothing.
+    func record(_ outcomes: [DeliveryOutcome], on db: some PostgresQueryable) async throws {
+        guard !outcomes.isEmpty else { return }
         _ = try await db.query("""
-            UPDATE webhook_events
-               SET delivery_status = $3, next_attempt_at = $4, claim_id = NULL, last_response_status = $5, last_error = $6,
-                   delivered_at = CASE WHEN $3 = 'delivered' THEN $7 ELSE delivered_at END
-             WHERE event_id = $1 AND claim_id = $2
-            """, [claim.eventID, claim.claimID, status.rawValue, next, responseStatus, error, now])
+            UPDATE webhook_events e
+               SET delivery_status = x.status, next_attempt_at = x.next_attempt_at, claim_id = NULL,
+                   last_response_status = x.response_status, last_error = x.error,
+                   delivered_at = CASE WHEN x.status = 'delivered' THEN x.finished_at ELSE e.delivered_at END
+              FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::bigint[], $6::text[], $7::timestamptz[])
+                   AS x (event_id, claim_id, status, next_attempt_at, response_status, error, finished_at)
+             WHERE e.event_id = x.event_id AND e.claim_id = x.claim_id
+            """, [outcomes.map(\.claim.eventID), outcomes.map(\.claim.claimID), outcomes.map(\.status.rawValue),
+                  outcomes.map(\.nextAttemptAt), outcomes.map(\.responseStatus), outcomes.map(\.error), outcomes.map(\.finishedAt)])
     }
 
-    /// Gives claims back unsent (shutdown): due again at `now`.
+    /// Gives claims back unsent (shutdown): due again at `now`. Claims whose outcome was recorded are not held
+    /// any more and stay as recorded.
     func release(_ claims: [DeliveryClaim], now: Date, on db: some PostgresQueryable) async throws {
         guard !claims.isEmpty else { return }
-        _ = try await db.query("""
-            UPDATE webhook_events SET next_attempt_at = $2, claim_id = NULL
-             WHERE claim_id IN (SELECT (jsonb_array_elements_text($1::jsonb))::uuid)
-            """, [try PostgresJSON(encoding: claims.map { $0.claimID.uuidString.lowercased() }), now])
+        _ = try await db.query("UPDATE webhook_events SET next_attempt_at = $2, claim_id = NULL WHERE claim_id = ANY($1)",
+                               [claims.map(\.claimID), now])
     }
 
     func deliveries(status: WebhookDeliveryStatus?, userID: String?, limit: Int, before: Int64?,

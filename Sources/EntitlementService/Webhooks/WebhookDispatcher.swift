@@ -37,6 +37,9 @@ final class WebhookDispatcher {
     private var claiming: Task<Void, Never>?
     /// Set when a wake-up arrives during a claim: claim again as soon as it ends.
     private var claimAgain = false
+    /// Outcomes of finished attempts not yet recorded, and the write recording the previous batch.
+    private var outcomes: [DeliveryOutcome] = []
+    private var recording: Task<Void, Never>?
     private var stopped = false
 
     /// - Parameter conninfo: the database, for a listener on `webhook_events` (new pending events wake the
@@ -76,6 +79,7 @@ final class WebhookDispatcher {
         let abandoned = inFlight.values.map(\.claim)
         for entry in inFlight.values { entry.task.cancel() }
         for entry in inFlight.values { await entry.task.value }
+        while let write = recording { await write.value }
         do {
             try await store.release(abandoned, now: Date(), on: db)
         } catch {
@@ -120,6 +124,24 @@ final class WebhookDispatcher {
         return claims.count == free
     }
 
+    /// Records the outcomes gathered so far in one statement, unless a write is under way (its end records the
+    /// next batch): under load, many attempts share one round trip. Until recorded, an event stays claimed; if the
+    /// write fails, its lease runs out and the event is sent again (at least once).
+    private func recordOutcomes() {
+        guard recording == nil, !outcomes.isEmpty else { return }
+        let batch = outcomes
+        outcomes = []
+        recording = Task { @Loop in
+            do {
+                try await store.record(batch, on: db)
+            } catch {
+                Log.warning("webhook_record_failed", ["events": batch.count, "error": String(describing: error)])
+            }
+            recording = nil
+            recordOutcomes()
+        }
+    }
+
     private func finished(_ claim: DeliveryClaim) {
         inFlight[claim.claimID] = nil
         // Refill once half the slots are free, so a busy dispatcher claims in batches rather than one by one.
@@ -144,12 +166,8 @@ final class WebhookDispatcher {
         let decision = settings.retry.decide(outcome, attempt: claim.attempt, pendingSince: claim.pendingSince, now: now,
                                              jitter: Double.random(in: 0.5...1.0))
         let status: Int? = if case .response(let status) = outcome { status } else { nil }
-        do {
-            try await store.record(claim, decision: decision, responseStatus: status, error: error, now: now, on: db)
-        } catch {
-            // The lease runs out and the event is sent again: at least once.
-            Log.warning("webhook_record_failed", ["event_id": id, "error": String(describing: error)])
-        }
+        outcomes.append(DeliveryOutcome(claim: claim, decision: decision, responseStatus: status, error: error, finishedAt: now))
+        recordOutcomes()
         Metrics.shared.increment("webhook_attempts_total", "Webhook attempts made by this process, by what followed.",
                                  labels: ["outcome": decision.label])
         switch decision {
