@@ -11,22 +11,25 @@
 #             then made pending in SQL), sent by two `serve` instances with WEBHOOK_URL set, started together.
 #             Events per second from the first to the last arrival: the headline figure, and its ratio to
 #             the capacity.
-#   live      wrk → both instances: grants at full speed for DURATION s with delivery on; every event's
-#             commit → delivery time (the event row's created_at, taken in the writing transaction, to the
-#             receiver's clock at arrival: one machine, one clock): p50, p99, max.
+#   live      wrk → both instances: grants at about LIVE_RATE a second for DURATION s with delivery on (a rate
+#             the machine sustains: at full speed the changes themselves take every CPU and the queue only
+#             grows); every event's commit → delivery time (the event row's created_at, taken in the writing
+#             transaction, to the receiver's clock at arrival: one machine, one clock): p50, p99, max.
 #
 # PostgreSQL is a throwaway cluster with fsync=off (the figures are about delivery, not the disk). Nothing is
 # pinned: the two cores are shared by PostgreSQL, both instances, the receiver and wrk, as in one small host.
 #
 # Environment (all optional): DURATION=10 (s) CONNECTIONS=16 BACKLOG_SECONDS=5 (s of grants to build the
-#   backlog) WEBHOOK_CONCURRENCY (the instances' setting; unset: the service's default) SERVICE_BIN (a prebuilt
-#   entitlement-service). Output: bench/out/webhooks/.
+#   backlog) LIVE_RATE=200 (changes/s) WEBHOOK_CONCURRENCY=8 (each instance's requests in flight: two instances
+#   then hold as many connections as wrk does, which matters to a threaded Python server, whose throughput falls
+#   as its threads grow) SERVICE_BIN (a prebuilt entitlement-service). Output: bench/out/webhooks/.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 ensure_packages wrk curl python3 python3-venv
 
 DURATION=${DURATION:-10}
 CONNECTIONS=${CONNECTIONS:-16}
 BACKLOG_SECONDS=${BACKLOG_SECONDS:-5}
+LIVE_RATE=${LIVE_RATE:-200}
 HERE="$ROOT/bench/webhooks"
 OUT="$ROOT/bench/out/webhooks"
 mkdir -p "$OUT"
@@ -118,12 +121,15 @@ stop_instances() {
     for pid in "${PIDS[@]:1}"; do wait "$pid" 2>/dev/null || true; done
     PIDS=("${PIDS[0]}")
 }
-# grants SECONDS PREFIX: wrk at full speed against both instances at once (one user per request).
+# grants SECONDS PREFIX [RATE]: wrk against both instances at once (one user per request), at full speed or about
+# RATE requests a second in all (each connection pausing between its requests).
 grants() {
-    local index=0 pids=()
+    local index=0 pids=() pause=0
+    [ -n "${3:-}" ] && pause=$((1000 * CONNECTIONS / $3))
     for port in "${PORTS[@]}"; do
         index=$((index + 1))
-        wrk -t1 -c$((CONNECTIONS / 2)) -d"$1s" -s "$HERE/grants.lua" "http://127.0.0.1:$port" -- "$ADMIN_KEY" "$2-$index" >"$OUT/$2-$index.txt" &
+        wrk -t1 -c$((CONNECTIONS / 2)) -d"$1s" -s "$HERE/grants.lua" "http://127.0.0.1:$port" -- "$ADMIN_KEY" "$2-$index" "$pause" \
+            >"$OUT/$2-$index.txt" &
         pids+=($!)
     done
     wait "${pids[@]}"
@@ -137,8 +143,7 @@ await_delivered() {
     done
 }
 : >"$OUT/service-1.log"; : >"$OUT/service-2.log"
-WEBHOOKS=(WEBHOOK_URL="$RECEIVER/hook" WEBHOOK_SECRET="$SECRET")
-[ -n "${WEBHOOK_CONCURRENCY:-}" ] && WEBHOOKS+=(WEBHOOK_CONCURRENCY="$WEBHOOK_CONCURRENCY")
+WEBHOOKS=(WEBHOOK_URL="$RECEIVER/hook" WEBHOOK_SECRET="$SECRET" WEBHOOK_CONCURRENCY="${WEBHOOK_CONCURRENCY:-8}")
 
 # ---- 2. A backlog drained by two instances -------------------------------------------------------------------
 echo "drain: building a backlog (${BACKLOG_SECONDS} s of grants, no WEBHOOK_URL)" >&2
@@ -154,10 +159,10 @@ stop_instances
 control '{"reset": true}'
 
 # ---- 3. Live: commit → delivery while changes stream in ------------------------------------------------------
-echo "live: ${DURATION} s of grants against both instances, delivery on" >&2
+echo "live: ${DURATION} s of grants at about $LIVE_RATE/s against both instances, delivery on" >&2
 sql "TRUNCATE webhook_events" >/dev/null
 start_instances "${WEBHOOKS[@]}"
-grants "$DURATION" live
+grants "$DURATION" live "$LIVE_RATE"
 await_delivered 600
 curl -fsS "$RECEIVER/received" >"$WORK/live.json"
 sql "SELECT event_id, extract(epoch FROM created_at) FROM webhook_events" | tr '|' ' ' >"$WORK/live-created.txt"

@@ -109,6 +109,7 @@ def main():
     parser.add_argument("--delay-ms", type=int, default=0)
     arguments = parser.parse_args()
     state = State(arguments.secret, arguments.fail_rate, arguments.seed, arguments.delay_ms)
+    ThreadingHTTPServer.request_queue_size = 256  # listen backlog: a burst of new connections waits, none is dropped
     server = ThreadingHTTPServer(("127.0.0.1", arguments.port), handler(state))
     server.daemon_threads = True
     print(f"listening {server.server_address[1]}", flush=True)
