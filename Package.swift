@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .executable(name: "entitlement-service", targets: ["EntitlementService"]),
         .executable(name: "verify-bench", targets: ["VerifyBench"]),
+        .executable(name: "signed-bench", targets: ["SignedBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
@@ -75,13 +76,26 @@ let package = Package(
                 "ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            resources: [.embedInCode("openapi.json")],
+            resources: [
+                .embedInCode("openapi.json"),
+                .embedInCode("Console/console.html"), .embedInCode("Console/console.css"), .embedInCode("Console/console.js"),
+            ],
             swiftSettings: releaseFlags
         ),
         // bench/verify's driver: many verifyReceipt calls at once on one loop.
         .executableTarget(
             name: "VerifyBench",
             dependencies: ["ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel"],
+            swiftSettings: releaseFlags
+        ),
+        // bench/signed's driver: signed transactions verified per second, against bare ES256 verification.
+        .executableTarget(
+            name: "SignedBench",
+            dependencies: [
+                "AppStore",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: releaseFlags
         ),
         .testTarget(

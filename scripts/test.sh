@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, runs `swift test`,
-# then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database, and
-# checks that service's /metrics afterwards with `promtool check metrics`.
+# The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, asks Apple's own
+# signed-data verifier for its verdicts (scripts/signed-parity/run.sh, for SignedDataParityTests), runs
+# `swift test`, then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database,
+# and checks that service's /metrics afterwards with `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
 # RELEASE_BUILD: `auto` (default) also builds the release product after the tests when no arguments were given
@@ -27,6 +28,11 @@ PG_FSYNC=off pg_start "$PGDIR" "$(free_port)"
 export TEST_DATABASE_URL="$PG_DATABASE_URL"
 export TEST_PG_DATA="$PGDIR" TEST_PG_BIN="$(pg_bindir)"
 echo "test database: $TEST_DATABASE_URL" >&2
+
+# Apple's verdicts on the signed-payload cases; a harness that fails fails the test command. Its Python venv is
+# kept in .build (SIGNED_PARITY_VENV) so that later runs only check the pinned packages.
+scripts/signed-parity/run.sh "$PGDIR/signed-parity" "${SIGNED_PARITY_VENV:-$ROOT/.build/signed-parity-venv}"
+export SIGNED_PARITY_CASES="$PGDIR/signed-parity/cases.json"
 
 # The webhook tests' receiver: the standardwebhooks package from PyPI in a venv of its own (kept in .build).
 WEBHOOK_RECEIVER_PYTHON="$(scripts/webhook-receiver/run.sh "$ROOT/.build/webhook-receiver-venv")"
@@ -142,6 +148,13 @@ fi
 # scripts/signed-parity/check_server_api.py, in the same venv.
 if ! "$ROOT/.build/signed-parity-venv/bin/python" scripts/signed-parity/check_server_api.py "http://127.0.0.1:$FAKE_PORT"; then
     echo "check_server_api: FAILED" >&2
+    status=1
+fi
+
+# The admin console in headless Chromium (Selenium, in a venv of its own) against a fresh service on its own
+# database with the same fake App Store: scripts/console/check_console.py. Screenshots: .build/console-screenshots/.
+if ! scripts/console/run.sh "$PGDIR/console" "${PG_DATABASE_URL%/*}" "$BIN" "$FAKE_PORT" "$SECRET" "$WORK/products.json"; then
+    echo "console: FAILED" >&2
     status=1
 fi
 exit "$status"

@@ -165,14 +165,14 @@ extension ServerAPIClient {
     private func verified<Payload: AppStoreDecodable & Sendable & Hashable>(
         _ jws: String, _ kind: SignedFieldKind, as type: Payload.Type
     ) async throws(ReadFailure) -> ServerAPISigned<Payload> {
-        let json: Data
+        let json: Data, signedDate: Date?
         do {
-            json = try await verifier.verifiedPayload(of: jws, kind: kind)
+            (json, signedDate) = try await verifier.verifiedPayload(of: jws, kind: kind)
         } catch {
             throw ReadFailure(detail: "a signed \(kind.rawValue) does not verify: \(error)")
         }
         do {
-            return ServerAPISigned(jws: jws, payload: try Payload(jsonData: json), signedDate: SigningDate.of(payload: json))
+            return ServerAPISigned(jws: jws, payload: try Payload(jsonData: json), signedDate: signedDate)
         } catch {
             throw ReadFailure(detail: "a signed \(kind.rawValue) does not decode: \(error.description)")
         }

@@ -2,11 +2,28 @@ import EntitlementModel
 import Foundation
 
 /// What the App Store Server API client verifies the signed fields of Apple's answers with: the project's
-/// signed-data verifier behind one method, so that replacing the verifier is one conformance and one argument.
+/// `SignedDataVerifier` behind one method (tests may stand in for it).
 public protocol ServerAPISignatureChecking: Sendable {
-    /// Verifies `jws`, a signed field of `kind`, and returns its payload's JSON exactly as signed; throws why
-    /// it is not authentic.
-    func verifiedPayload(of jws: String, kind: SignedFieldKind) async throws -> Data
+    /// Verifies `jws`, a signed field of `kind`, and returns its payload's JSON exactly as signed with the
+    /// payload's own `signedDate`; throws why it is not authentic or not this app's.
+    func verifiedPayload(of jws: String, kind: SignedFieldKind) async throws -> (json: Data, signedDate: Date?)
+}
+
+extension SignedDataVerifier: ServerAPISignatureChecking {
+    /// Each kind with its own rules (bundle, app and environment checks as for any signed payload).
+    public func verifiedPayload(of jws: String, kind: SignedFieldKind) async throws -> (json: Data, signedDate: Date?) {
+        switch kind {
+        case .transaction:
+            let verified = try await verifyTransaction(jws)
+            return (verified.json, verified.signedDate)
+        case .renewalInfo:
+            let verified = try await verifyRenewalInfo(jws)
+            return (verified.json, verified.signedDate)
+        case .notification:
+            let verified = try await verifyNotification(jws)
+            return (verified.json, verified.signedDate)
+        }
+    }
 }
 
 /// The kinds of signed field the Server API returns.

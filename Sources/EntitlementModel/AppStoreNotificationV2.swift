@@ -33,7 +33,7 @@ public struct AppStoreNotificationV2: AppStoreDecodable, Sendable, Hashable {
         subtype = try container.appleString(.subtype)
         notificationUUID = try container.appleString(.notificationUUID)
         // Summary notifications (RENEWAL_EXTENSION/SUMMARY) carry `summary`, with no transaction, instead of `data`.
-        guard let part = [CodingKeys.data, .summary].first(where: container.contains) else { return }
+        guard let part = try [CodingKeys.data, .summary].first(where: { try container.contains($0) && !container.decodeNil(forKey: $0) }) else { return }
         let data = try container.nestedContainer(keyedBy: DataKeys.self, forKey: part)
         bundleID = try data.appleString(.bundleId)
         environment = try data.appleEnvironment(.environment)

@@ -121,7 +121,8 @@ public struct AppStoreDecodingError: Error, Sendable, Hashable, CustomStringConv
         path.isEmpty ? "malformed App Store body: \(reason)" : "malformed App Store body at \(path): \(reason)"
     }
 
-    init(_ error: any Error) {
+    /// The error a decoder threw, with the path of the field it names.
+    public init(_ error: any Error) {
         switch error {
         case DecodingError.keyNotFound(let key, let context):
             self.init(context.codingPath + [key], "missing (\(context.debugDescription))")

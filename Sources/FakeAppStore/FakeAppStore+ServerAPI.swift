@@ -45,13 +45,13 @@ extension FakeAppStore {
         for (prefix, environment) in [("", StoreEnvironment.production), ("/sandbox", .sandbox)] {
             for endpoint in ServerAPIEndpoint.allCases {
                 if endpoint == .notificationHistory {
-                    router.post(prefix + endpoint.pathPrefix) { [unowned self] request in await serverAPI(request, endpoint, environment) }
+                    router.post(prefix + endpoint.pathPrefix) { [unowned self] request, context in try await serverAPI(request, context, endpoint, environment) }
                 } else {
-                    router.get(prefix + endpoint.pathPrefix + "{id}") { [unowned self] request in await serverAPI(request, endpoint, environment) }
+                    router.get(prefix + endpoint.pathPrefix + "{id}") { [unowned self] request, context in try await serverAPI(request, context, endpoint, environment) }
                 }
             }
         }
-        router.get("/control/server-api") { [unowned self] _ in
+        router.get("/control/server-api") { [unowned self] _, _ in
             .json([
                 "key_id": .string(configuration.apiKeyID), "issuer_id": .string(configuration.apiIssuerID),
                 "bundle_id": .string(storeKit.settings.bundleID),
@@ -60,15 +60,16 @@ extension FakeAppStore {
                 "production_path": "", "sandbox_path": "/sandbox",
             ] as JSONValue)
         }
-        router.get("/control/server-api/config") { [unowned self] _ in serverAPISettingsResponse() }
-        router.put("/control/server-api/config") { [unowned self] request in try configureServerAPI(request) }
-        router.post("/control/server-api/scenarios") { [unowned self] request in try addServerAPIScenario(request) }
-        router.get("/control/server-api/requests") { [unowned self] _ in serverAPIRequestsResponse() }
+        router.get("/control/server-api/config") { [unowned self] _, _ in serverAPISettingsResponse() }
+        router.put("/control/server-api/config") { [unowned self] request, context in try configureServerAPI(request) }
+        router.post("/control/server-api/scenarios") { [unowned self] request, context in try addServerAPIScenario(request) }
+        router.get("/control/server-api/requests") { [unowned self] _, _ in serverAPIRequestsResponse() }
     }
 
     // MARK: - The endpoints
 
-    private func serverAPI(_ request: HTTPRequest, _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment) async -> HTTPResponse {
+    private func serverAPI(_ request: HTTPRequest, _ context: HTTPRequestContext, _ endpoint: ServerAPIEndpoint,
+                           _ environment: StoreEnvironment) async throws(HTTPConnectionAbort) -> HTTPResponse {
         let (token, refusal) = authorize(request)
         let target = request.path + (request.rawQuery.isEmpty ? "" : "?" + request.rawQuery)
         let (decision, sequence) = serverAPI.decide(endpoint, environment, path: target, token: token, refusal: refusal, now: Self.nowMs())
@@ -79,7 +80,7 @@ extension FakeAppStore {
         var response: HTTPResponse
         switch decision {
         case .drop:
-            return .dropConnection
+            throw HTTPConnectionAbort()
         case .respond(let status, let retryAfter, let body, _):
             response = switch body {
             case .error(let code, let message): .json(["errorCode": .int(code), "errorMessage": .string(message)] as JSONValue, status: status)
@@ -88,7 +89,7 @@ extension FakeAppStore {
             if let retryAfter { response.headers.set("Retry-After", retryAfter) }
         case .serve:
             // Rendered after the wait, so that the answer shows the store as it is when it goes out.
-            response = answer(request, endpoint, environment, now: Self.nowMs())
+            response = answer(request, id: context.parameters["id"] ?? "", endpoint, environment, now: Self.nowMs())
         }
         serverAPI.answered(sequence, status: response.status)
         return response
@@ -116,8 +117,7 @@ extension FakeAppStore {
     }
 
     /// The store's answer to an authorized request.
-    private func answer(_ request: HTTPRequest, _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment, now: Int64) -> HTTPResponse {
-        let id = request.pathParameters["id"] ?? ""
+    private func answer(_ request: HTTPRequest, id: String, _ endpoint: ServerAPIEndpoint, _ environment: StoreEnvironment, now: Int64) -> HTTPResponse {
         if endpoint != .notificationHistory && endpoint != .orderLookup && (id.isEmpty || !id.utf8.allSatisfy { (48...57).contains($0) }) {
             return Self.apiError(4_000_006)
         }

@@ -6,15 +6,15 @@ import Foundation
 /// purchases, their lifecycle, and server notifications.
 extension FakeAppStore {
     func addStoreKitRoutes(to router: Router) {
-        router.get("/control/signing/root.der") { [unowned self] _ in
+        router.get("/control/signing/root.der") { [unowned self] _, _ in
             var headers = HTTPHeaders()
             headers.add("Content-Type", "application/pkix-cert")
             return HTTPResponse(headers: headers, body: signingChain.rootDER)
         }
-        router.get("/control/signing/root.pem") { [unowned self] _ in
+        router.get("/control/signing/root.pem") { [unowned self] _, _ in
             .text(signingChain.rootPEM, contentType: "application/x-pem-file")
         }
-        router.get("/control/signing") { [unowned self] _ in
+        router.get("/control/signing") { [unowned self] _, _ in
             .json([
                 "root": .string(Data(signingChain.rootDER).base64EncodedString()),
                 "intermediate": .string(Data(signingChain.intermediateDER).base64EncodedString()),
@@ -23,17 +23,17 @@ extension FakeAppStore {
                 "app_apple_id": .int(Int(storeKit.settings.appAppleID)),
             ] as JSONValue)
         }
-        router.post("/control/storekit/purchases") { [unowned self] request in try await purchase(request) }
-        router.get("/control/storekit/purchases/{original_transaction_id}") { [unowned self] request in
-            try purchaseState(request.pathParameters["original_transaction_id"] ?? "")
+        router.post("/control/storekit/purchases") { [unowned self] request, context in try await purchase(request) }
+        router.get("/control/storekit/purchases/{original_transaction_id}") { [unowned self] request, context in
+            try purchaseState(context.parameters["original_transaction_id"] ?? "")
         }
-        router.post("/control/storekit/purchases/{original_transaction_id}/{action}") { [unowned self] request in
-            try await change(request, original: request.pathParameters["original_transaction_id"] ?? "",
-                             action: request.pathParameters["action"] ?? "")
+        router.post("/control/storekit/purchases/{original_transaction_id}/{action}") { [unowned self] request, context in
+            try await change(request, original: context.parameters["original_transaction_id"] ?? "",
+                             action: context.parameters["action"] ?? "")
         }
-        router.get("/control/storekit/receipt") { [unowned self] request in try receipt(request) }
-        router.post("/control/storekit/notifications") { [unowned self] request in try await notify(request) }
-        router.post("/control/storekit/notifications/batch") { [unowned self] request in try await notifyBatch(request) }
+        router.get("/control/storekit/receipt") { [unowned self] request, context in try receipt(request) }
+        router.post("/control/storekit/notifications") { [unowned self] request, context in try await notify(request) }
+        router.post("/control/storekit/notifications/batch") { [unowned self] request, context in try await notifyBatch(request) }
     }
 
     /// The current time in Apple's milliseconds.

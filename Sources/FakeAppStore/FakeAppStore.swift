@@ -135,13 +135,13 @@ public final class FakeAppStore {
     }
 
     private func addRoutes(to router: Router) {
-        router.post("/verifyReceipt") { [unowned self] request in await verifyReceipt(request, environment: .production) }
-        router.post("/sandbox/verifyReceipt") { [unowned self] request in await verifyReceipt(request, environment: .sandbox) }
-        router.post("/control/scenarios") { [unowned self] request in try addScenario(request) }
-        router.put("/control/config") { [unowned self] request in try configure(request) }
-        router.get("/control/config") { [unowned self] _ in configurationResponse() }
-        router.get("/control/requests") { [unowned self] _ in requestsResponse() }
-        router.post("/control/reset") { [unowned self] _ in
+        router.post("/verifyReceipt") { [unowned self] request, _ in try await verifyReceipt(request, environment: .production) }
+        router.post("/sandbox/verifyReceipt") { [unowned self] request, _ in try await verifyReceipt(request, environment: .sandbox) }
+        router.post("/control/scenarios") { [unowned self] request, _ in try addScenario(request) }
+        router.put("/control/config") { [unowned self] request, _ in try configure(request) }
+        router.get("/control/config") { [unowned self] _, _ in configurationResponse() }
+        router.get("/control/requests") { [unowned self] _, _ in requestsResponse() }
+        router.post("/control/reset") { [unowned self] _, _ in
             state.reset()
             storeKit.reset()
             notificationLog.reset()
@@ -155,7 +155,8 @@ public final class FakeAppStore {
 
     // MARK: - verifyReceipt
 
-    private func verifyReceipt(_ request: HTTPRequest, environment: StoreEnvironment) async -> HTTPResponse {
+    /// Apple's answer, or (a `drop` step) the connection closed without one.
+    private func verifyReceipt(_ request: HTTPRequest, environment: StoreEnvironment) async throws(HTTPConnectionAbort) -> HTTPResponse {
         let reply = state.verify(environment: environment, body: request.body, now: Date())
         if reply.delayMs > 0, await !hold(milliseconds: reply.delayMs) {
             return Self.releasedResponse
@@ -165,7 +166,7 @@ public final class FakeAppStore {
             _ = await hold(milliseconds: nil)
             return Self.releasedResponse
         case .drop:
-            return .dropConnection
+            throw HTTPConnectionAbort()
         case .respond(let status, let body):
             let json = body.first == UInt8(ascii: "{") || body.first == UInt8(ascii: "[")
             return HTTPResponse(

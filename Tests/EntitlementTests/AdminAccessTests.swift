@@ -42,10 +42,13 @@ extension AdminTests {
                         #expect(reply.status == status, "\(label) with \(key): \(reply)")
                         #expect(reply.contentType == "application/problem+json", "\(label) with \(key)")
                         #expect(!reply.text.contains("wrong-"), "\(label) echoed the presented key")
+                        #expect(reply.headers["WWW-Authenticate"] == (status == 401 ? "Bearer" : nil), "\(label) with \(key)")
+                        #expect(reply.headers["Cache-Control"] == "no-store", "\(label) with \(key)")
                     }
                     let reply = try await service.call(route.method, route.target, key: .admin, body: route.body)
                     #expect((200..<300).contains(reply.status), "\(label): \(reply)")
                     #expect(reply.contentType == "application/json", "\(label)")
+                    #expect(reply.headers["Cache-Control"] == "no-store", "\(label)")
                 }
                 // The refused requests changed nothing: one grant made and revoked once, one more grant, one product.
                 let actions = try await service.sql("SELECT action, actor FROM audit_events ORDER BY event_id")
@@ -59,6 +62,7 @@ extension AdminTests {
                 for key in [AdminHarness.Key.admin, .app, .header("bearer \(service.adminKey)")] {
                     let reply = try await service.call("GET", "/v1/users/u1/entitlements", key: key)
                     #expect(reply.status == 200, "\(key): \(reply)")
+                    #expect(reply.headers["Cache-Control"] == "no-store", "entitlements are per user: never cached")
                 }
                 let order = try await service.call("POST", "/v1/orders", key: .admin,
                                                    body: #"{"user_id": "u1", "product_id": "com.example.lifetime"}"#)
@@ -66,6 +70,12 @@ extension AdminTests {
                 let refused = try await service.call("GET", "/v1/users/u1/entitlements", key: .none)
                 #expect(refused.status == 401)
                 #expect(refused.field == "Authorization")
+                #expect(refused.headers["WWW-Authenticate"] == "Bearer")
+                for path in ["/v1/users/u1/transactions", "/v1/orders/00000000-0000-0000-0000-000000000000", "/v1/receipts/not-a-uuid"] {
+                    let reply = try await service.call("GET", path, key: .app)
+                    #expect(reply.status != 401 && reply.headers["Cache-Control"] == "no-store", "\(path): \(reply)")
+                }
+                #expect(try await service.call("GET", "/healthz", key: .none).headers["Cache-Control"] == nil)
                 #expect(try await service.call("GET", "/v1/admin/products", key: .app).status == 403)
             }
         }

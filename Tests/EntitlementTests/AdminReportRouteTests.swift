@@ -16,6 +16,12 @@ import Testing
             asked.append((from, to, environment))
             return PurchaseReportBody(from: from, to: to, environment: environment, rows: [])
         }
+
+        func timeseries(from: Date, to: Date, interval: ReportInterval, environment: StoreEnvironment?,
+                        on db: some PostgresQueryable) async throws -> TimeseriesReportBody {
+            asked.append((from, to, environment))
+            return TimeseriesReportBody(from: from, to: to, interval: interval, environment: environment, periods: [], points: [], subscriptions: [])
+        }
     }
 
     static let adminKey = "adm-" + UUID().uuidString
@@ -24,10 +30,11 @@ import Testing
     @Loop static func start(_ reports: RecordedReports) async throws -> HTTPTestServer {
         try await HTTPTestServer.start { router in
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
+            let keys = APIKeys(appKeys: [], adminKeys: [Self.adminKey])
+            let admin = router.group("/v1", KeyAuthentication(keys: keys)).group("/admin", AdminScope())
             let catalog = CatalogCache(db: pool)
-            AdminRoutes(keys: APIKeys(appKeys: [], adminKeys: [Self.adminKey]), db: pool, catalog: catalog,
-                        events: EventRecorder(catalog: catalog, delivers: false), report: reports)
-                .register(on: router)
+            AdminRoutes(db: pool, catalog: catalog, events: EventRecorder(catalog: catalog, delivers: false), report: reports)
+                .register(on: admin)
         }
     }
 
@@ -68,6 +75,19 @@ import Testing
         #expect(future.status == 400, "\(future.text)")
         #expect(try future.json()["field"] as? String == "to")
         #expect(reports.asked.count == 3)
+        await server.shutdown()
+    }
+
+    /// An `Accept` naming `text/csv` asks for CSV, unless `format=json` says otherwise.
+    @Test @Loop func acceptTextCSVAnswersCSV() async throws {
+        let server = try await Self.start(RecordedReports())
+        let admin = ("Authorization", "Bearer \(Self.adminKey)")
+        let csv = try await server.request("/v1/admin/reports/purchases", headers: [admin, ("Accept", "text/csv, */*;q=0.1")])
+        #expect(csv.status == 200)
+        #expect(csv.headers["Content-Type"] == "text/csv; charset=utf-8")
+        #expect(csv.text == "product_id,environment,product_type,count,refunded,units,price,price_currency,revenue\r\n")
+        let json = try await server.request("/v1/admin/reports/purchases?format=json", headers: [admin, ("Accept", "text/csv")])
+        #expect(json.headers["Content-Type"] == "application/json")
         await server.shutdown()
     }
 }

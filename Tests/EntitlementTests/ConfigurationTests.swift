@@ -27,6 +27,8 @@ import X509
         #expect(config.retryMaxMs == 600_000)
         #expect(config.maxConnections == 4_096)
         #expect(config.appleRootCertificates == [AppleRootCertificate.g3])
+        #expect(config.appleAppAppleID == nil)
+        #expect(config.appleSignedEnvironments == [.production, .sandbox])
         // Unset, the service takes its `migrations` folder.
         #expect(config.migrationsDirectory == nil)
         #expect(Migrator.defaultDirectory().lastPathComponent == "migrations")
@@ -63,7 +65,8 @@ import X509
             "APPLE_CONNECT_TIMEOUT_MS": "700", "APPLE_CA_BUNDLE": bundle.path,
             "API_KEYS": "app-key-1, app-key-2", "ADMIN_API_KEYS": "admin-key", "PRODUCTS_FILE": "/tmp/p.json",
             "RESTORE_POLICY": "keep", "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "1000",
-            "MAX_CONNECTIONS": "17", "MIGRATIONS_DIR": "/tmp/migrations",
+            "MAX_CONNECTIONS": "17", "MIGRATIONS_DIR": "/tmp/migrations", "APPLE_APP_APPLE_ID": "1234567890",
+            "APPLE_SIGNED_ENVIRONMENTS": "Sandbox, Xcode",
         ])
         #expect(config.listenAddress == "0.0.0.0" && config.port == 9090)
         #expect(config.databaseURL == "postgresql://x@y/z" && config.databasePoolSize == 3)
@@ -75,6 +78,10 @@ import X509
         #expect(config.productsFile == "/tmp/p.json")
         #expect(config.restorePolicy == .keep && config.retryBaseMs == 100 && config.retryMaxMs == 1000)
         #expect(config.maxConnections == 17 && config.migrationsDirectory == "/tmp/migrations")
+        #expect(config.appleAppAppleID == 1_234_567_890 && config.appleSignedEnvironments == [.sandbox, .xcode])
+        let verifier = SignedDataVerifier(config)
+        #expect(verifier.bundleID == "com.example.app" && verifier.appAppleID == 1_234_567_890)
+        #expect(verifier.environments == [.sandbox, .xcode] && verifier.roots == [AppleRootCertificate.g3])
     }
 
     @Test(arguments: [
@@ -86,6 +93,9 @@ import X509
         ("APPLE_ROOT_CERTIFICATES", ",", "APPLE_ROOT_CERTIFICATES"),
         ("APPLE_CONNECT_TIMEOUT_MS", "0", "APPLE_CONNECT_TIMEOUT_MS"), ("MAX_CONNECTIONS", "0", "MAX_CONNECTIONS"),
         ("APPLE_CA_BUNDLE", "/nonexistent/ca.pem", "APPLE_CA_BUNDLE"), ("APPLE_CA_BUNDLE", Fixtures.directory.path, "APPLE_CA_BUNDLE"),
+        ("APPLE_APP_APPLE_ID", "com.example.app", "APPLE_APP_APPLE_ID"), ("APPLE_APP_APPLE_ID", "-5", "APPLE_APP_APPLE_ID"),
+        ("APPLE_APP_APPLE_ID", "12e3", "APPLE_APP_APPLE_ID"), ("APPLE_SIGNED_ENVIRONMENTS", "Production,", "APPLE_SIGNED_ENVIRONMENTS"),
+        ("APPLE_SIGNED_ENVIRONMENTS", "production,sandbox", "APPLE_SIGNED_ENVIRONMENTS"), ("APPLE_SIGNED_ENVIRONMENTS", "Staging", "APPLE_SIGNED_ENVIRONMENTS"),
     ])
     func badValuesNameTheVariable(variable: String, value: String, named: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }

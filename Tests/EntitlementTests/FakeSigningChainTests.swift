@@ -75,8 +75,12 @@ import X509
         let payload = try await SignedJWSCheck.verify(jws, root: chain.root)
         #expect(payload == ["signedDate": .int(signedDate), "text": "é/+"])
         // The service's own verifier accepts it with the fake's root, and not with another.
-        #expect(throws: Never.self) { try SignedPayloadVerifier(roots: [chain.root]).verify(jws) }
-        #expect(throws: SignedPayloadError.self) { try SignedPayloadVerifier(roots: [FakeSigningChain.make().root]).verify(jws) }
+        let transaction = chain.sign(["transactionId": "1", "originalTransactionId": "1", "productId": "p", "bundleId": "com.example.app",
+                                      "purchaseDate": .int(signedDate), "signedDate": .int(signedDate), "environment": "Sandbox"])
+        let trusting = SignedDataVerifier(roots: [chain.root], bundleID: "com.example.app", appAppleID: 1_234_567_890)
+        let other = SignedDataVerifier(roots: [FakeSigningChain.make().root], bundleID: "com.example.app", appAppleID: 1_234_567_890)
+        await #expect(throws: Never.self) { _ = try await trusting.verifyTransaction(transaction) }
+        await #expect(throws: SignedDataError.self) { _ = try await other.verifyTransaction(transaction) }
         // Another payload under the same signature does not verify.
         let forged = parts[0] + "." + FakeSigningChain.base64URL(Array(#"{"text":"x"}"#.utf8)) + "." + parts[2]
         await #expect(throws: SignedJWSCheck.Failure.self) { try await SignedJWSCheck.verify(forged, root: chain.root) }

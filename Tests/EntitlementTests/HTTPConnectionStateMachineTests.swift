@@ -239,6 +239,7 @@ import Testing
             return
         }
         #expect(problem.status == 503)
+        #expect(problem.response.headers["Retry-After"] == "1")
         #expect(context == Context(requestID: "busy", method: "-", version: .http1_1, keepAlive: false))
         #expect(machine.writeCompleted() == [.shutdownAndLinger, .armTimer(.linger)])
     }

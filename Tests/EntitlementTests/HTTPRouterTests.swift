@@ -8,12 +8,14 @@ import Testing
 @Suite struct HTTPRouterTests {
     @Loop private func router() -> Router {
         let router = Router()
-        router.get("/v1/users/{user_id}/entitlements", name: "entitlements") { request in .text(request.pathParameters["user_id"] ?? "") }
-        router.post("/v1/receipts") { _ in .text("posted", status: 202) }
-        router.get("/v1/receipts/{verification_id}") { _ in .text("one") }
-        router.delete("/v1/admin/grants/{grant_id}") { _ in HTTPResponse(status: 204) }
-        router.put("/v1/admin/products/{product_id}") { _ in .text("put") }
-        router.get("/v1/admin/products") { _ in .text("list") }
+        router.get("/v1/users/{user_id}/entitlements", name: "entitlements") { _, context in
+            .text(try context.parameters.require("user_id", as: String.self))
+        }
+        router.post("/v1/receipts") { _, _ in .text("posted", status: 202) }
+        router.get("/v1/receipts/{verification_id}") { _, _ in .text("one") }
+        router.delete("/v1/admin/grants/{grant_id}") { _, _ in HTTPResponse(status: 204) }
+        router.put("/v1/admin/products/{product_id}") { _, _ in .text("put") }
+        router.get("/v1/admin/products") { _, _ in .text("list") }
         return router
     }
 
@@ -21,12 +23,11 @@ import Testing
         HTTPRequest(method: method, path: path, requestID: "test")
     }
 
-    /// What the connection does with a request: the answer at once, or the suspending handler's answer.
+    /// What the connection does with a request: the answer at once, or the suspending chain's answer (an
+    /// abort as status 0).
     @Loop private func respond(_ router: Router, _ request: HTTPRequest) async -> (response: HTTPResponse, route: String) {
-        switch router.dispatch(request) {
-        case .answered(let response, let route): (response, route)
-        case .suspending(let handler, let routed, let route): (await Router.run(handler, routed, route: route), route)
-        }
+        let (answer, route) = router.respond(to: request)
+        return ((try? await answer.outcome.get()) ?? HTTPResponse(status: 0), route)
     }
 
     @Test @Loop func matchesPatternsAndDecodesParameters() async {
@@ -70,41 +71,50 @@ import Testing
 
     @Test @Loop func synchronousHandlersAnswerAtOnceAndSuspendingOnesRunLater() async {
         let router = Router()
-        router.get("/now") { _ in .text("now") }
-        router.get("/later/{id}") { request in
+        router.get("/now") { _, _ in .text("now") }
+        router.get("/later/{id}") { _, context in
             await Task.yield()
-            return .text(request.pathParameters["id"] ?? "")
+            return .text(try context.parameters.require("id", as: String.self))
         }
-        router.get("/fails") { _ in throw ProblemError(status: 409, detail: "no") }
-        guard case .answered(let now, "/now") = router.dispatch(request("GET", "/now")) else {
+        router.get("/fails") { _, _ in throw ProblemError(status: 409, detail: "no") }
+        let immediate = router.respond(to: request("GET", "/now"))
+        guard case .ready(.success(let now)) = immediate.answer, immediate.route == "/now" else {
             Issue.record("a synchronous handler should answer at once")
             return
         }
         #expect(String(decoding: now.body, as: UTF8.self) == "now")
-        guard case .answered(let failed, "/fails") = router.dispatch(request("GET", "/fails")) else {
+        let failing = router.respond(to: request("GET", "/fails"))
+        guard case .ready(.success(let failed)) = failing.answer, failing.route == "/fails" else {
             Issue.record("a synchronous handler's problem should answer at once")
             return
         }
         #expect(failed.status == 409)
-        guard case .suspending(let handler, let routed, "/later/{id}") = router.dispatch(request("GET", "/later/7")) else {
+        let later = router.respond(to: request("GET", "/later/7"))
+        guard case .pending(let work) = later.answer, later.route == "/later/{id}" else {
             Issue.record("a suspending handler should be left to a task")
             return
         }
-        #expect(String(decoding: await Router.run(handler, routed, route: "/later/{id}").body, as: UTF8.self) == "7")
+        #expect(String(decoding: (try? await work().get())?.body ?? [], as: UTF8.self) == "7")
     }
 
-    @Test @Loop func anUnreachableDatabaseIs503AndAnyOtherFailure500() async {
+    @Test @Loop func anUnreachableDatabaseIs503WithRetryAfterAndAnyOtherFailure500() async {
         let router = Router()
-        router.get("/down") { _ in
+        router.get("/down") { _, _ in
             await Task.yield()
             throw PostgresError(kind: .connection, message: "connection refused")
         }
-        router.get("/slow") { _ in throw PostgresError(kind: .timeout, message: "pool acquire timed out") }
-        router.get("/broken") { _ in throw PostgresError(kind: .server, message: "syntax error", sqlState: "42601") }
-        #expect(await respond(router, request("GET", "/down")).response.status == 503)
-        #expect(await respond(router, request("GET", "/slow")).response.status == 503)
+        router.get("/slow") { _, _ in throw PostgresError(kind: .timeout, message: "pool acquire timed out") }
+        router.get("/broken") { _, _ in throw PostgresError(kind: .server, message: "syntax error", sqlState: "42601") }
+        let down = await respond(router, request("GET", "/down")).response
+        #expect(down.status == 503)
+        #expect(down.headers["Retry-After"] == "5")
+        #expect(down.headers["Content-Type"] == "application/problem+json")
+        let slow = await respond(router, request("GET", "/slow")).response
+        #expect(slow.status == 503)
+        #expect(slow.headers["Retry-After"] == "5")
         let broken = await respond(router, request("GET", "/broken")).response
         #expect(broken.status == 500)
+        #expect(broken.headers["Retry-After"] == nil)
         #expect(!String(decoding: broken.body, as: UTF8.self).contains("syntax error"))
     }
 

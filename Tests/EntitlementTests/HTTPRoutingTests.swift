@@ -77,7 +77,7 @@ import Testing
     @Test func decodeJSONNamesTheFieldOverTheWire() async throws {
         struct Consume: Decodable { var amount: Int; var idempotency_key: String }
         let server = try await HTTPTestServer.start { router in
-            router.post("/consume") { request in
+            router.post("/consume") { request, _ in
                 let body: Consume = try request.decodeJSON()
                 return .json(["amount": body.amount])
             }

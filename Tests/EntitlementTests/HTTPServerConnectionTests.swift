@@ -108,6 +108,7 @@ import Testing
         }
         #expect(served == [200, 200])
         #expect(refused.status == 503)
+        #expect(refused.headers["Retry-After"] == "1")
         #expect(refused.headers["Content-Type"] == "application/problem+json")
         #expect(refused.headers["Connection"] == "close")
         #expect(refusedClosed)
@@ -119,7 +120,7 @@ import Testing
         let (entered, enteredContinuation) = AsyncStream<Void>.makeStream()
         let (release, releaseContinuation) = AsyncStream<Void>.makeStream()
         let server = try await HTTPTestServer.start { router in
-            router.get("/gate") { _ in
+            router.get("/gate") { _, _ in
                 enteredContinuation.yield()
                 // Held until the test has seen the shutdown begin: no sleep stands in for the ordering.
                 for await _ in release { break }

@@ -14,11 +14,15 @@ import Testing
         let item = try #require(group.lastTransactions.first)
         #expect(item.status == 2 && AppStoreSubscriptionStatus(rawValue: 2) == .expired)
         #expect(item.originalTransactionID == "1000000906235058")
-        // Apple signed them: the seam's current verifier accepts them under Apple Root CA - G3.
-        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3])
-        let transaction = try AppStoreTransactionV2(jsonData: await verifier.verifiedPayload(of: #require(item.signedTransactionInfo), kind: .transaction))
+        // Apple signed them in 2021, before payloads named their environment: Apple's library refuses them for
+        // that (INVALID_ENVIRONMENT), and so does ours (or for their anonymised bundle id), while their
+        // signatures and chains verify.
+        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3], bundleID: "com.test.app")
+        try await expectRefusedForTheirEnvironmentOnly(#require(item.signedTransactionInfo), kind: .transaction, verifier)
+        try await expectRefusedForTheirEnvironmentOnly(#require(item.signedRenewalInfo), kind: .renewalInfo, verifier)
+        let transaction = try AppStoreTransactionV2(jsonData: CompactJWS(#require(item.signedTransactionInfo)).payload)
         #expect(transaction.transaction.originalTransactionID == "1000000906235058")
-        let renewal = try AppStoreRenewalInfoV2(jsonData: await verifier.verifiedPayload(of: #require(item.signedRenewalInfo), kind: .renewalInfo))
+        let renewal = try AppStoreRenewalInfoV2(jsonData: CompactJWS(#require(item.signedRenewalInfo)).payload)
         #expect(renewal.renewal.originalTransactionID == "1000000906235058" && !renewal.renewal.willRenew && renewal.renewal.expirationIntent == 1)
     }
 
@@ -26,10 +30,11 @@ import Testing
         let body = try ServerAPIResponse.History(jsonData: Fixtures.data("api_response_transaction_history_sandbox_omnimind.json"))
         #expect(body.revision == "1636461115000_1000000907164221" && body.hasMore && body.environment == .sandbox)
         #expect(body.bundleID == "com.test.app" && body.signedTransactions.count == 5)
-        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3])
+        let verifier = serverAPIVerifier(roots: [AppleRootCertificate.g3], bundleID: "com.test.app")
         var originals: Set<String> = []
         for jws in body.signedTransactions {
-            originals.insert(try AppStoreTransactionV2(jsonData: await verifier.verifiedPayload(of: jws, kind: .transaction)).transaction.originalTransactionID)
+            try await expectRefusedForTheirEnvironmentOnly(jws, kind: .transaction, verifier)
+            originals.insert(try AppStoreTransactionV2(jsonData: CompactJWS(jws).payload).transaction.originalTransactionID)
         }
         #expect(originals.count == 1)
     }
@@ -122,5 +127,17 @@ import Testing
         #expect(throws: ServerAPITokenError.self) { try read(header: header, claims: #"{"bid":"b","aud":"a","exp":1}"#) }
         #expect(throws: ServerAPITokenError.self) { try read(header: header, claims: #"[1]"#) }
         #expect(try read(header: header, claims: #"{"iss":"I","bid":"b","aud":"a","exp":1.5}"#).expiresAt == Date(timeIntervalSince1970: 1.5))
+    }
+
+    /// `jws` is refused for the app or environment it names (or does not name), never for its signature or chain.
+    private func expectRefusedForTheirEnvironmentOnly(_ jws: String, kind: SignedFieldKind, _ verifier: some ServerAPISignatureChecking) async {
+        do {
+            _ = try await verifier.verifiedPayload(of: jws, kind: kind)
+            Issue.record("a payload without an environment was accepted")
+        } catch let error as SignedDataError {
+            #expect(!error.isAuthenticityFailure && [.invalidEnvironment, .invalidAppIdentifier].contains(error.status), "\(error.reason)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
     }
 }

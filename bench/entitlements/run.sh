@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Entitlements benchmark (issue 4): GET /v1/users/{user_id}/entitlements through our service against pgbench
-# running the same four statements straight on PostgreSQL, on the same data.
+# Entitlements benchmark: GET /v1/users/{user_id}/entitlements through our service, three figures in one run:
 #
-#   ours      wrk → entitlement-service → PostgreSQL: a random user per request (entitlements.lua), app key.
+#   hot       wrk → entitlement-service, every user in its cache (ENTITLEMENT_CACHE_SIZE ≥ USERS, filled by the
+#             warm-up): a random user per request (entitlements.lua), app key. Compared with `reference`: the
+#             minimal C server of bench/http/reference.c answering GET /healthz, on the same core.
+#   cold      the same with `?at=` (a read at an instant never comes from the cache): wrk → entitlement-service
+#             → PostgreSQL. Compared with `pgbench`, below.
+#   staleness a write (a grant, every 10th a revocation) answered by one service instance, then reads of that
+#             user on a second instance sharing the database until the change shows (staleness.py):
+#             p50/p99/max of the time from the write's answer to the first read showing it, STALE_SAMPLES per
+#             round.
 #   pgbench   pgbench → PostgreSQL: the four statements of UserSnapshotStore for a random user in one pipeline
 #             (BEGIN … COMMIT inside \startpipeline … \endpipeline: one Sync, one round trip, as the service sends them), queries.sql.
 #             Once per mode of PGBENCH_MODES: `prepared` parses each statement once per connection, as the
@@ -16,27 +23,29 @@
 # (non-consumables, subscription chains and their subscriptions rows, coin packs and balances, season passes,
 # grants), then VACUUM ANALYZE; catalog products.json.
 #
-# Fairness: runs alternate (ours, pgbench modes…, ours, …) so drift and other work on the machine hit all
+# Fairness: runs alternate (hot, reference, cold, pgbench modes…, staleness, hot, …) so drift and other work on the machine hit all
 # alike; every run has the same client count and duration; the client (wrk or pgbench, one thread) runs on
 # CLIENT_CPU, PostgreSQL on PG_CPUS, the service on SERVICE_CPU, identically for every run (while pgbench
 # runs, the service idles and PostgreSQL has its CPU). Prints each run's throughput and p99 latency (wrk
 # --latency; for pgbench, computed from its per-transaction log), the CPU used by the service, PostgreSQL,
-# the client and everything else on the machine, then the median ratios ours req/s ÷ pgbench tx/s.
+# the client and everything else on the machine, then the median ratios hot ÷ reference and cold ÷ pgbench, and the staleness percentiles.
 #
 # Environment (all optional):
-#   USERS=100000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
+#   USERS=20000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
 #   SERVICE_CPU=0 CLIENT_CPU=1 PG_CPUS=0,1   taskset CPU lists
-#   PGBENCH_MODES="prepared extended"        pgbench -M modes to run; the first gives the headline ratio
+#   PGBENCH_MODES="prepared"                 pgbench -M modes to run (also: extended); the first gives the ratio
+#   STALE_SAMPLES=200                        staleness samples per round
 #   DATABASE_POOL_SIZE       the service's pool size (unset: the service's default)
 #   SERVICE_BIN              a prebuilt entitlement-service to measure instead of building this checkout's
-#   PROFILE=1                afterwards, one more wrk run with the service under `perf record`, and where its
+#   PROFILE=1                afterwards, one more cold wrk run with the service under `perf record`, and where its
 #                            CPU time went (perf_categories.py); perf.data stays in bench/out/entitlements/
 #   BENCH_LOGS=1             keep the service's output in bench/out/entitlements/service.log
 # Each run's wrk or pgbench output is kept in bench/out/entitlements/roundN-NAME.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
-ensure_packages wrk curl python3
+ensure_packages wrk curl python3 gcc
 
-USERS=${USERS:-100000}
+USERS=${USERS:-20000}
+STALE_SAMPLES=${STALE_SAMPLES:-200}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-15}
 WARMUP=${WARMUP:-5}
@@ -44,7 +53,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 SERVICE_CPU=${SERVICE_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PG_CPUS=${PG_CPUS:-0,1}
-read -r -a MODES <<<"${PGBENCH_MODES:-prepared extended}"
+read -r -a MODES <<<"${PGBENCH_MODES:-prepared}"
 HERE="$ROOT/bench/entitlements"
 OUT="$ROOT/bench/out/entitlements"
 mkdir -p "$OUT"
@@ -61,10 +70,12 @@ PSQL="$BIN/psql"
 
 SERVICE_PID=""
 WRAPPER_PID=""
+OTHER_PIDS=()
 PGDIR=""
 WORK=$(mktemp -d /tmp/entitlement-bench.XXXXXX)
 cleanup() {
     stop_service
+    for pid in "${OTHER_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
     if [ -n "$PGDIR" ]; then pg_stop "$PGDIR"; rm -rf "$PGDIR"; fi
     rm -rf "$WORK"
 }
@@ -78,6 +89,9 @@ stop_service() {
         SERVICE_PID="" WRAPPER_PID=""
     fi
 }
+
+echo "building the reference server" >&2
+gcc -O2 -Wall -o "$WORK/reference" "$ROOT/bench/http/reference.c" -luv -lhttp_parser
 
 if [ -z "${SERVICE_BIN:-}" ]; then
     echo "building entitlement-service (release)" >&2
@@ -100,26 +114,38 @@ DATABASE_URL="$DATABASE_URL" MIGRATIONS_DIR="$ROOT/migrations" LOG_LEVEL=warn "$
 "$PSQL" "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -v users="$USERS" -P footer=off -f "$HERE/seed.sql" >&2
 
 API_KEY="bench-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+ADMIN_KEY="admin-$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
 SERVICE_PORT=$(free_port)
+CACHE_SIZE=$((USERS > 100000 ? USERS : 100000))
+AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-# start_service [WRAPPER...]: starts the service pinned to SERVICE_CPU, under WRAPPER (perf record) when given,
-# and waits until /healthz answers. Sets SERVICE_PID (the service itself) and WRAPPER_PID.
-start_service() {
-    local log=/dev/null deadline pid
-    [ -n "${BENCH_LOGS:-}" ] && log="$OUT/service.log"
-    DATABASE_URL="$DATABASE_URL" PORT=$SERVICE_PORT LISTEN_ADDR=127.0.0.1 API_KEYS="$API_KEY" \
-        PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn MIGRATIONS_DIR="$ROOT/migrations" \
-        taskset -c "$SERVICE_CPU" "$@" "$SERVICE_BIN" serve >>"$log" 2>&1 &
-    pid=$!
-    SERVICE_PID=$pid
-    deadline=$((SECONDS + 60))
-    until curl -fsS -o /dev/null "http://127.0.0.1:$SERVICE_PORT/healthz" 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-            echo "the service did not come up (rerun with BENCH_LOGS=1 for its output)" >&2
+# wait_healthy PORT PID: waits until /healthz answers on PORT, failing when PID exits or after 60 s.
+wait_healthy() {
+    local deadline=$((SECONDS + 60))
+    until curl -fsS -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null; do
+        if ! kill -0 "$2" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+            echo "the server on port $1 did not come up (rerun with BENCH_LOGS=1 for its output)" >&2
             exit 1
         fi
         sleep 0.2
     done
+}
+
+# service_env: the environment every service instance runs with.
+service_env() {
+    echo DATABASE_URL="$DATABASE_URL" LISTEN_ADDR=127.0.0.1 API_KEYS="$API_KEY" ADMIN_API_KEYS="$ADMIN_KEY" \
+        ENTITLEMENT_CACHE_SIZE="$CACHE_SIZE" PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn MIGRATIONS_DIR="$ROOT/migrations"
+}
+
+# start_service [WRAPPER...]: starts the service pinned to SERVICE_CPU, under WRAPPER (perf record) when given,
+# and waits until /healthz answers. Sets SERVICE_PID (the service itself) and WRAPPER_PID.
+start_service() {
+    local log=/dev/null pid
+    [ -n "${BENCH_LOGS:-}" ] && log="$OUT/service.log"
+    env $(service_env) PORT=$SERVICE_PORT taskset -c "$SERVICE_CPU" "$@" "$SERVICE_BIN" serve >>"$log" 2>&1 &
+    pid=$!
+    SERVICE_PID=$pid
+    wait_healthy "$SERVICE_PORT" "$pid"
     if [ $# -gt 0 ]; then
         WRAPPER_PID=$pid
         SERVICE_PID=$(ps -o pid= --ppid "$pid" | head -n 1 | tr -d ' ')
@@ -127,6 +153,16 @@ start_service() {
 }
 
 start_service
+# The second instance (staleness reads) and the C reference, both on the service's core; each idles while the
+# others run.
+OTHER_PORT=$(free_port)
+env $(service_env) PORT=$OTHER_PORT taskset -c "$SERVICE_CPU" "$SERVICE_BIN" serve >/dev/null 2>&1 &
+OTHER_PIDS+=($!)
+wait_healthy "$OTHER_PORT" $!
+REFERENCE_PORT=$(free_port)
+PORT=$REFERENCE_PORT LISTEN_ADDR=127.0.0.1 taskset -c "$SERVICE_CPU" "$WORK/reference" >/dev/null 2>&1 &
+OTHER_PIDS+=($!)
+wait_healthy "$REFERENCE_PORT" $!
 # A sample answer (a user with every kind of source), kept for a look at what the benchmark reads.
 curl -fsS -H "Authorization: Bearer $API_KEY" "http://127.0.0.1:$SERVICE_PORT/v1/users/1050/entitlements" \
     >"$OUT/sample-1050.json" || { echo "the entitlements route failed for user 1050" >&2; exit 1; }
@@ -150,12 +186,18 @@ children_cpu() {
     tail -n 1 "$1" | python3 -c 'import re, sys; print(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read())))'
 }
 
-# run_ours SECONDS: wrk against the service; prints "req/s p99_ms errors client_cpu_seconds".
-run_ours() {
+# run_wrk SECONDS MODE: wrk against the service (MODE hot: present-time reads; cold: `?at=`), or against the
+# reference's /healthz (MODE reference); prints "req/s p99_ms errors client_cpu_seconds".
+run_wrk() {
     local cpu
-    BENCH_USERS=$USERS BENCH_API_KEY=$API_KEY taskset -c "$CLIENT_CPU" \
-        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency -s "$HERE/entitlements.lua" "http://127.0.0.1:$SERVICE_PORT" \
-        >"$WORK/wrk.out"
+    case "$2" in
+    hot) BENCH_USERS=$USERS BENCH_API_KEY=$API_KEY taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency -s "$HERE/entitlements.lua" "http://127.0.0.1:$SERVICE_PORT" >"$WORK/wrk.out" ;;
+    cold) BENCH_AT=$AT BENCH_USERS=$USERS BENCH_API_KEY=$API_KEY taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency -s "$HERE/entitlements.lua" "http://127.0.0.1:$SERVICE_PORT" >"$WORK/wrk.out" ;;
+    reference) taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "http://127.0.0.1:$REFERENCE_PORT/healthz" >"$WORK/wrk.out" ;;
+    esac
     times >"$WORK/times.out"
     cpu=$(children_cpu "$WORK/times.out")
     python3 - "$WORK/wrk.out" "$cpu" <<'PY'
@@ -200,20 +242,33 @@ PY
     rm -rf "$logdir"
 }
 
-# run NAME SECONDS: one run of `ours` or `pgbench-MODE`.
-run() {
-    if [ "$1" = ours ]; then run_ours "$2"; else run_pgbench "${1#pgbench-}" "$2"; fi
+# run_staleness: STALE_SAMPLES writes on the first instance read on the second; prints "p50_ms p99_ms max_ms samples".
+run_staleness() {
+    taskset -c "$CLIENT_CPU" python3 "$HERE/staleness.py" "$SERVICE_PORT" "$OTHER_PORT" "$ADMIN_KEY" "$API_KEY" "$1" >"$WORK/staleness.out"
+    cat "$WORK/staleness.out"
 }
 
-NAMES=(ours)
+# run NAME SECONDS: one run of hot, reference, cold or pgbench-MODE.
+run() {
+    case "$1" in
+    pgbench-*) run_pgbench "${1#pgbench-}" "$2" ;;
+    *) run_wrk "$2" "$1" ;;
+    esac
+}
+
+NAMES=(hot reference cold)
 for mode in "${MODES[@]}"; do NAMES+=("pgbench-$mode"); done
 
 echo "warming up (${WARMUP}s each)" >&2
 for name in "${NAMES[@]}"; do run "$name" "$WARMUP" >/dev/null; done
+run_staleness 20 >/dev/null
 
 cat <<EOF
 entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per run, $ROUNDS rounds (${NAMES[*]} in turn)
-  ours:      wrk -t1 -c$CONNECTIONS → entitlement-service (pool size ${DATABASE_POOL_SIZE:-default}) → PostgreSQL
+  hot:       wrk -t1 -c$CONNECTIONS → entitlement-service, answers from its cache (ENTITLEMENT_CACHE_SIZE=$CACHE_SIZE)
+  reference: wrk -t1 -c$CONNECTIONS → bench/http/reference.c, GET /healthz, on the service's CPU
+  cold:      wrk -t1 -c$CONNECTIONS → entitlement-service ?at=$AT (pool size ${DATABASE_POOL_SIZE:-default}) → PostgreSQL
+  staleness: $STALE_SAMPLES writes per round on one instance, polled on a second instance until visible
   pgbench:   pgbench -M {${MODES[*]}} -c$CONNECTIONS -j1, the same 4 statements in one pipeline per transaction
   pinning:   client (wrk or pgbench) on CPU $CLIENT_CPU, service on CPU $SERVICE_CPU, PostgreSQL on CPUs $PG_CPUS,
              the same for every run (during pgbench runs the service idles: its CPU is PostgreSQL's alone)
@@ -223,6 +278,7 @@ CPU columns: cores used during the run x 100 by the service, PostgreSQL, the cli
 EOF
 RESULTS="$OUT/results.txt"
 : >"$RESULTS"
+: >"$OUT/staleness.txt"
 TICKS=$(getconf CLK_TCK)
 printf "%-5s %-17s %9s %9s %6s %7s %8s %7s %7s\n" round run "req|tx/s" "p99 ms" errors service postgres client other
 for round in $(seq 1 "$ROUNDS"); do
@@ -230,7 +286,7 @@ for round in $(seq 1 "$ROUNDS"); do
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
         read -r rate p99 errors client < <(run "$name" "$DURATION")
-        cp "$WORK/$([ "$name" = ours ] && echo wrk || echo pgbench).out" "$OUT/round$round-$name.txt"
+        cp "$WORK/$(case "$name" in pgbench-*) echo pgbench ;; *) echo wrk ;; esac).out" "$OUT/round$round-$name.txt"
         end=$(date +%s.%N)
         read -r all1 service1 pg1 < <(cpu_snapshot)
         read -r service_pct pg_pct client_pct other_pct < <(python3 - <<PY
@@ -244,15 +300,18 @@ PY
             "$service_pct" "$pg_pct" "$client_pct" "$other_pct"
         echo "$name $rate $p99 $errors $service_pct $pg_pct $client_pct $other_pct" >>"$RESULTS"
     done
+    read -r p50 p99 worst samples < <(run_staleness "$STALE_SAMPLES")
+    printf "%-5s %-17s p50 %s ms, p99 %s ms, max %s ms over %s writes\n" "$round" staleness "$p50" "$p99" "$worst" "$samples"
+    echo "$p50 $p99 $worst $samples" >>"$OUT/staleness.txt"
 done
 
-python3 - "$RESULTS" "${NAMES[@]}" <<'PY'
+python3 - "$RESULTS" "$OUT/staleness.txt" "${NAMES[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
-names = sys.argv[2:]
+stale = [[float(x) for x in line.split()] for line in open(sys.argv[2])]
+names = sys.argv[3:]
 def median(name, column):
     return statistics.median(float(row[column]) for row in rows if row[0] == name)
-ours = median("ours", 1)
 print("medians:")
 for name in names:
     rate = median(name, 1)
@@ -260,21 +319,29 @@ for name in names:
                     for label, column in (("service", 4), ("postgres", 5), ("client", 6)))
     print(f"  {name:17} {rate:7.0f}/s  p99 {median(name, 2):8.3f} ms  CPU us per request: {cpu}; "
           f"other work on the machine {median(name, 7):.0f}%")
-for position, name in enumerate(names[1:]):
-    ratio = ours / median(name, 1)
-    goal = f" (goal >= 0.5: {'met' if ratio >= 0.5 else 'NOT met'})" if position == 0 else ""
-    print(f"ratio ours req/s / {name} tx/s: {ratio:.3f}{goal}")
+def verdict(met):
+    return "met" if met else "NOT met"
+hot = median("hot", 1) / median("reference", 1)
+print(f"hot:       ratio hot req/s / reference req/s: {hot:.3f} (goal >= 0.7: {verdict(hot >= 0.7)})")
+for position, name in enumerate(names[3:]):
+    ratio = median("cold", 1) / median(name, 1)
+    goal = f" (goal >= 0.9: {verdict(ratio >= 0.9)})" if position == 0 else ""
+    print(f"cold:      ratio cold req/s / {name} tx/s: {ratio:.3f}{goal}")
+p50, p99, worst = (statistics.median(row[i] for row in stale) for i in range(3))
+print(f"staleness: median over rounds of p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal < 1000: {verdict(p99 < 1000)}), "
+      f"max {max(row[2] for row in stale):.1f} ms; {int(sum(row[3] for row in stale))} writes")
 errors = sum(int(row[3]) for row in rows)
 if errors:
     print(f"warning: {errors} socket errors, non-2xx responses or failed transactions across the runs")
 PY
 echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "cache of the measured instance: $(curl -fsS "http://127.0.0.1:$SERVICE_PORT/metrics" | grep -E '^entitlement_cache_(hits|misses)_total' | tr '\n' ' ')"
 
 if [ -n "${PROFILE:-}" ]; then
     echo "profiling: the service under perf record for one ${DURATION}s wrk run" >&2
     stop_service
     start_service perf record -q -e cpu-clock -F 999 -g -o "$OUT/perf.data"
-    run_ours "$DURATION" >/dev/null
+    run_wrk "$DURATION" cold >/dev/null
     stop_service
     perf script -i "$OUT/perf.data" -F comm,tid,ip,sym 2>/dev/null | python3 "$HERE/perf_categories.py"
 fi

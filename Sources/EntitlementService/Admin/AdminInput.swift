@@ -65,6 +65,28 @@ enum AdminInput {
     }
 
     /// The optional `environment` query parameter: `Production` or `Sandbox`.
+    /// `interval` (`day` when absent) for a window that makes at most ``ReportInterval/maximumBuckets`` buckets.
+    static func reportInterval(_ request: HTTPRequest, window: (from: Date, to: Date)) throws -> ReportInterval {
+        guard let interval = ReportInterval(rawValue: request.query["interval"] ?? "day") else {
+            throw ProblemError.badRequest("'interval' must be day, week or month.", field: "interval")
+        }
+        guard window.to.timeIntervalSince(window.from) / interval.approximateSeconds < Double(ReportInterval.maximumBuckets - 2) else {
+            throw ProblemError.badRequest("The window holds more than \(ReportInterval.maximumBuckets - 2) \(interval.rawValue)s: take a longer interval or a shorter window.", field: "interval")
+        }
+        return interval
+    }
+
+    /// Whether the purchase report is asked for as CSV: `format=csv`, or an `Accept` naming `text/csv`
+    /// (`format=json` wins over the header).
+    static func wantsCSV(_ request: HTTPRequest) throws -> Bool {
+        switch request.query["format"] {
+        case "csv"?: return true
+        case "json"?: return false
+        case nil: return request.headers["Accept"]?.lowercased().contains("text/csv") == true
+        default: throw ProblemError.badRequest("'format' must be json or csv.", field: "format")
+        }
+    }
+
     static func queryEnvironment(_ request: HTTPRequest) throws -> StoreEnvironment? {
         guard let raw = request.query["environment"] else { return nil }
         guard let environment = StoreEnvironment(rawValue: raw) else {

@@ -32,8 +32,7 @@ struct GrantEditor {
 
     /// Revokes the grant whose `grant_id` is `id` as `actor` at `now`, auditing it; a grant revoked before is
     /// answered as it stands (revoking is idempotent and audited once). Nil when there is no such grant.
-    func revoke(id text: String, actor: String, now: Date) async throws -> GrantRecord? {
-        guard let id = UUID(uuidString: text) else { return nil }
+    func revoke(id: UUID, actor: String, now: Date) async throws -> GrantRecord? {
         let catalog = try await events.catalog.current()
         return try await db.transaction { connection in
             guard let before = try await grants.lockedRecord(id: id, on: connection) else { return nil }

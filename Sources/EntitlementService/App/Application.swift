@@ -3,14 +3,19 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The running service: database pool, migrations, catalog, App Store client, routes, HTTP server and
-/// background workers, started in that order and stopped in reverse on SIGTERM/SIGINT.
+/// The running service: database pool, migrations, catalog, entitlement cache and its listener, App Store
+/// client, routes, HTTP server and background workers, started in that order and stopped in reverse on
+/// SIGTERM/SIGINT.
 @Loop
 final class Application {
     let configuration: Configuration
     let pool: PostgresPool
     let server: HTTPServer
     let receipts: ReceiptService
+    /// Entitlement answers at the present time, kept until the database announces a change.
+    let cache: EntitlementCache
+    /// Hears the database's change announcements (and barriers' tokens) for `cache`.
+    let listener: PostgresListener
     private let workers: [PeriodicWorker]
     /// Sends events to `WEBHOOK_URL`; nil without it (events are recorded, not sent).
     let webhooks: WebhookDispatcher?
@@ -33,6 +38,11 @@ final class Application {
             let count = try await catalog.importFile(file)
             Log.info("catalog_imported", ["file": file, "products": count])
         }
+        let cache = EntitlementCache(capacity: configuration.entitlementCacheSize, db: pool) { [catalog] in catalog.invalidate() }
+        self.cache = cache
+        listener = PostgresListener(
+            PostgresListener.Settings(conninfo: databaseURL, channels: [EntitlementCache.changesChannel, EntitlementCache.syncChannel]),
+            onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             caBundlePath: configuration.appleCABundle, maxConnections: 256,
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
@@ -42,23 +52,37 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs, events: events)
 
+        // `/v1` wants an app or admin key, its answers are never cached by clients, and its changes are visible
+        // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
+        // notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let router = Router()
+        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
+                              ChangeBarrier(cache: cache))
         SystemRoutes(db: pool).register(on: router)
-        PurchaseRoutes(keys: keys, db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
-                       ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(), catalog: catalog).register(on: router)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, bundleID: configuration.appleBundleID,
-                           signatures: SignedPayloadVerifier(roots: configuration.appleRootCertificates),
+        ConsoleRoutes().register(on: router)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: EntitlementReader(db: pool, catalog: catalog),
+                       ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(), catalog: catalog, cache: cache).register(on: v1)
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
             .register(on: router)
-        AdminRoutes(keys: keys, db: pool, catalog: catalog, events: events).register(on: router)
-        WebhookRoutes(keys: keys, db: pool, delivers: configuration.webhooks != nil).register(on: router)
-        CustomerRoutes(keys: keys, view: CustomerView(db: pool, catalog: catalog)).register(on: router)
+        let admin = v1.group("/admin", AdminScope())
+        AdminRoutes(db: pool, catalog: catalog, events: events).register(on: admin)
+        WebhookRoutes(db: pool, delivers: configuration.webhooks != nil).register(on: admin)
+        CustomerRoutes(view: CustomerView(db: pool, catalog: catalog)).register(on: admin)
+        var serverAPI: ServerAPIClient?
+        var sync: AppleAccountSync?
+        if let settings = ServerAPISettings(configuration) {
+            let client = ServerAPIClient(http: http, settings: settings, verifier: SignedDataVerifier(configuration))
+            serverAPI = client
+            sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
+        }
+        AppleAdminRoutes(sync: sync, reader: EntitlementReader(db: pool, catalog: catalog)).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 
         let tick = UInt64(min(1_000, max(50, configuration.retryBaseMs / 4)))
-        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, intervalMs: 5_000),
+        workers = [RetryWorker.make(service: receipts, intervalMs: tick), RenewalRefresher.make(service: receipts, serverAPI: serverAPI, intervalMs: 5_000),
                    RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
                    ExpirationWorker.make(db: pool, events: events, intervalMs: 500)]
         let pool = pool
@@ -66,9 +90,10 @@ final class Application {
         registerMetrics()
     }
 
-    /// Listens (on `socket` when given, else on the configured address) and starts the workers; returns the
-    /// bound port.
+    /// Starts the cache's listener, listens (on `socket` when given, else on the configured address) and
+    /// starts the workers; returns the bound port.
     func start(socket: Int32? = nil) throws -> Int {
+        listener.start()
         let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
         webhooks?.start()
@@ -88,6 +113,7 @@ final class Application {
         for worker in workers { await worker.stop() }
         await webhooks?.stop()
         await receipts.releaseClaims()
+        await listener.stop()
         await pool.close()
         lagMonitor.stop()
         Log.info("stopped", ["pid": getpid()])
@@ -119,6 +145,7 @@ final class Application {
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
         ProcessMetrics.register(on: Metrics.shared)
+        cache.registerMetrics(on: Metrics.shared)
         guard let webhooks else { return }
         Metrics.shared.gauge("webhook_deliveries_in_flight", "Webhook requests in flight in this process") { Double(webhooks.inFlightCount) }
     }

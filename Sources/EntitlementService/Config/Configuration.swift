@@ -29,8 +29,12 @@ struct Configuration: Sendable {
     var appleConnectTimeoutMs: Int
     /// CA bundle file trusted for the App Store's TLS; loaded once and cached by libcurl.
     var appleCABundle: String
-    /// Trust anchors for signed (version 2) notifications, read once at start-up; Apple Root CA - G3 by default.
+    /// Trust anchors for every signed (JWS) payload, read once at start-up; Apple Root CA - G3 by default.
     var appleRootCertificates: [Certificate]
+    /// The app's numeric Apple ID, compared with the `appAppleId` of signed payloads.
+    var appleAppAppleID: Int64?
+    /// The environments accepted in signed payloads; Production and Sandbox by default.
+    var appleSignedEnvironments: Set<SignedDataEnvironment>
     var apiKeys: [String]
     var adminAPIKeys: [String]
     var productsFile: String?
@@ -65,6 +69,19 @@ struct Configuration: Sendable {
         appleConnectTimeoutMs = try reader.int("APPLE_CONNECT_TIMEOUT_MS", default: min(3_000, appleTimeoutMs), in: 1...600_000)
         appleCABundle = try reader.readableFile("APPLE_CA_BUNDLE", default: Self.caBundleDefault)
         appleRootCertificates = try reader.certificates("APPLE_ROOT_CERTIFICATES") ?? [AppleRootCertificate.g3]
+        appleAppAppleID = try reader.string("APPLE_APP_APPLE_ID").map { raw throws(ConfigurationError) in
+            guard let id = Int64(raw), id > 0 else {
+                throw ConfigurationError(variable: "APPLE_APP_APPLE_ID", problem: "expected the app's numeric Apple ID, got '\(raw)'")
+            }
+            return id
+        }
+        appleSignedEnvironments = try reader.string("APPLE_SIGNED_ENVIRONMENTS").map { raw throws(ConfigurationError) in
+            guard let environments = SignedDataEnvironment.list(raw) else {
+                throw ConfigurationError(variable: "APPLE_SIGNED_ENVIRONMENTS",
+                                         problem: "expected a comma-separated list of Production, Sandbox, Xcode, LocalTesting, got '\(raw)'")
+            }
+            return environments
+        } ?? [.production, .sandbox]
         apiKeys = try reader.keys("API_KEYS")
         adminAPIKeys = try reader.keys("ADMIN_API_KEYS")
         productsFile = reader.string("PRODUCTS_FILE")
@@ -193,6 +210,14 @@ struct EnvironmentReader {
             }
         }
         return keys
+    }
+}
+
+extension SignedDataVerifier {
+    /// The verifier of signed payloads this configuration describes.
+    init(_ configuration: Configuration) {
+        self.init(roots: configuration.appleRootCertificates, bundleID: configuration.appleBundleID,
+                  appAppleID: configuration.appleAppAppleID, environments: configuration.appleSignedEnvironments)
     }
 }
 

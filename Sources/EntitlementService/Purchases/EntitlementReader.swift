@@ -11,10 +11,15 @@ struct EntitlementReader {
 
     /// The body of `GET /v1/users/{user_id}/entitlements` at `at`.
     func document(userID: String, at: Date) async throws -> EntitlementsDocument {
+        try await evaluation(userID: userID, at: at).document
+    }
+
+    /// The body at `at`, and the instant from which time alone may change it (the report's `nextChange`).
+    func evaluation(userID: String, at: Date) async throws -> (document: EntitlementsDocument, nextChange: Date?) {
         let catalog = try await catalog.current()
         let snapshot = try await UserSnapshotStore().snapshot(of: userID, on: db)
         let report = EntitlementEvaluator.evaluate(
             transactions: snapshot.transactions, renewals: snapshot.renewals, grants: snapshot.grants, catalog: catalog, at: at)
-        return EntitlementsDocument(userID: userID, report: report, consumables: snapshot.balances)
+        return (EntitlementsDocument(userID: userID, report: report, consumables: snapshot.balances), report.nextChange)
     }
 }

@@ -2,11 +2,11 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The admin routes: grants, the catalog, the audit log and the purchase report. Every one needs an admin
-/// key (401 without a valid key, 403 for an app key) and records who acted by key id, never by key.
+/// The admin routes: grants, the catalog, the audit log and the purchase report. Registered under
+/// `/v1/admin`, whose middleware wants an admin key (401 without a valid key, 403 for an app key); each records
+/// who acted by key id, never by key.
 @Loop
 struct AdminRoutes {
-    let keys: APIKeys
     let db: PostgresPool
     let catalog: CatalogCache
     let events: EventRecorder
@@ -15,20 +15,16 @@ struct AdminRoutes {
     /// The purchase report's reads; a stand-in lets a route test run without PostgreSQL.
     var report: any ReportReading = ReportStore()
 
-    func register(on router: Router) {
+    func register(on admin: RouterGroup) {
         let grants = GrantEditor(db: db, events: events)
         let editor = CatalogEditor(db: db, catalog: catalog)
-        router.post("/v1/admin/users/{user_id}/grants") { request in try await admin(request) { try await createGrant($0, request, grants) } }
-        router.delete("/v1/admin/grants/{grant_id}") { request in try await admin(request) { try await revokeGrant($0, request, grants) } }
-        router.put("/v1/admin/products/{product_id}") { request in try await admin(request) { try await putProduct($0, request, editor) } }
-        router.get("/v1/admin/products") { request in try await admin(request) { _ in .json(try await catalog.current()) } }
-        router.get("/v1/admin/audit") { request in try await admin(request) { _ in try await listAudit(request, audit) } }
-        router.get("/v1/admin/reports/purchases") { request in try await admin(request) { _ in try await purchaseReport(request, report) } }
-    }
-
-    /// Authorises an admin, then runs `body`.
-    private func admin(_ request: HTTPRequest, _ body: (Caller) async throws -> HTTPResponse) async throws -> HTTPResponse {
-        try await body(try keys.authorize(request, admin: true))
+        admin.post("/users/{user_id}/grants") { request, context in try await createGrant(try context.caller, request, context, grants) }
+        admin.delete("/grants/{grant_id}") { request, context in try await revokeGrant(try context.caller, request, context, grants) }
+        admin.put("/products/{product_id}") { request, context in try await putProduct(try context.caller, request, context, editor) }
+        admin.get("/products") { _, _ in .json(try await catalog.current()) }
+        admin.get("/audit") { request, _ in try await listAudit(request, audit) }
+        admin.get("/reports/purchases") { request, _ in try await purchaseReport(request, report) }
+        admin.get("/reports/timeseries") { request, _ in try await timeseriesReport(request, report) }
     }
 
     private struct GrantBody: Decodable {
@@ -39,8 +35,8 @@ struct AdminRoutes {
         enum CodingKeys: String, CodingKey { case entitlement, expiresAt = "expires_at", duration, reason }
     }
 
-    private func createGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantEditor) async throws -> HTTPResponse {
-        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+    private func createGrant(_ caller: Caller, _ request: HTTPRequest, _ context: HTTPRequestContext, _ grants: GrantEditor) async throws -> HTTPResponse {
+        let userID = try context.parameters.require("user_id", as: UserID.self).value
         let body = try request.decodeJSON(GrantBody.self)
         let entitlement = try AdminInput.text(body.entitlement, field: "entitlement", maxLength: 255)
         let reason = try AdminInput.text(body.reason, field: "reason", maxLength: 1_000, multiline: true)
@@ -62,8 +58,8 @@ struct AdminRoutes {
         return .json(record, status: 201)
     }
 
-    private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ grants: GrantEditor) async throws -> HTTPResponse {
-        let id = try InputRules.uuid(request.pathParameters["grant_id"] ?? "", field: "grant_id")
+    private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ context: HTTPRequestContext, _ grants: GrantEditor) async throws -> HTTPResponse {
+        let id = try context.parameters.require("grant_id", as: ResourceID.self).uuid
         guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
             throw ProblemError(status: 404, detail: "No grant has this grant_id.")
         }
@@ -71,8 +67,8 @@ struct AdminRoutes {
         return .json(record)
     }
 
-    private func putProduct(_ caller: Caller, _ request: HTTPRequest, _ editor: CatalogEditor) async throws -> HTTPResponse {
-        let pathID = request.pathParameters["product_id"] ?? ""
+    private func putProduct(_ caller: Caller, _ request: HTTPRequest, _ context: HTTPRequestContext, _ editor: CatalogEditor) async throws -> HTTPResponse {
+        let pathID = try context.parameters.require("product_id", as: String.self)
         var fields = try request.decodeJSON([String: JSONValue].self)
         switch fields["product_id"] {
         case nil, .string(pathID)?:
@@ -109,6 +105,18 @@ struct AdminRoutes {
     private func purchaseReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
         let window = try AdminInput.reportWindow(request, now: Date())
         let environment = try AdminInput.queryEnvironment(request)
-        return .json(try await report.purchases(from: window.from, to: window.to, environment: environment, on: db))
+        let csv = try AdminInput.wantsCSV(request)
+        let body = try await report.purchases(from: window.from, to: window.to, environment: environment, on: db)
+        guard csv else { return .json(body) }
+        var response = HTTPResponse.text(body.csv, contentType: "text/csv; charset=utf-8")
+        response.headers.add("Content-Disposition", "attachment; filename=\"purchases.csv\"")
+        return response
+    }
+
+    private func timeseriesReport(_ request: HTTPRequest, _ report: any ReportReading) async throws -> HTTPResponse {
+        let window = try AdminInput.reportWindow(request, now: Date())
+        let environment = try AdminInput.queryEnvironment(request)
+        let interval = try AdminInput.reportInterval(request, window: window)
+        return .json(try await report.timeseries(from: window.from, to: window.to, interval: interval, environment: environment, on: db))
     }
 }

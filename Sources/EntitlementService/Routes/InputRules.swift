@@ -7,10 +7,7 @@ enum InputRules {
     /// User ids are 1–128 printable characters (no control characters, not only spaces). Characters are
     /// counted as Unicode scalars, as JSON Schema's `maxLength` counts them.
     static func userID(_ value: String, field: String = "user_id") throws -> String {
-        guard isText(value, maxLength: 128) else {
-            throw ProblemError.badRequest("'\(field)' must be 1 to 128 printable characters.", field: field)
-        }
-        return value
+        try UserID(validating: value, field: field).value
     }
 
     /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank, and no control
@@ -20,20 +17,27 @@ enum InputRules {
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 
-    /// A UUID in its canonical text form, lowercased.
-    static func uuid(_ value: String, field: String) throws -> String {
-        guard let uuid = UUID(uuidString: value) else {
-            throw ProblemError.badRequest("'\(field)' must be a UUID.", field: field)
-        }
-        return uuid.uuidString.lowercased()
+    /// A UUID, or a 400 problem naming `field`.
+    static func uuid(_ value: String, field: String) throws -> UUID {
+        try ResourceID(validating: value, field: field).uuid
     }
 
     /// A short identifier-like string: 1–`maxLength` printable characters (Unicode scalars).
     static func token(_ value: String, field: String, maxLength: Int = 200) throws -> String {
-        guard (1...maxLength).contains(value.unicodeScalars.count), value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f }) else {
-            throw ProblemError.badRequest("'\(field)' must be 1 to \(maxLength) printable characters without spaces.", field: field)
+        guard isToken(value, maxLength: maxLength) else {
+            throw ProblemError.badRequest("'\(field)' \(tokenRequirement(maxLength: maxLength)).", field: field)
         }
         return value
+    }
+
+    /// 1–`maxLength` Unicode scalars, none a space or a control character.
+    static func isToken(_ value: String, maxLength: Int) -> Bool {
+        (1...maxLength).contains(value.unicodeScalars.count) && value.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7f })
+    }
+
+    /// What `isToken` asks, for a problem's detail.
+    static func tokenRequirement(maxLength: Int) -> String {
+        "must be 1 to \(maxLength) printable characters without spaces"
     }
 
     /// An integer query parameter within `range`, or `fallback` when absent.

@@ -6,26 +6,27 @@ import Foundation
 /// `POST /v1/notifications/app-store`: App Store Server Notifications.
 ///
 /// Version 1 notifications carry the shared secret as `password` (checked in constant time) and Apple's
-/// `unified_receipt`. Version 2 notifications are one `signedPayload`, a JWS whose certificate chain must lead
-/// to a trusted root (`SignedPayloadVerifier`); its signed transaction and renewal info are verified the same
-/// way, and its `bundleId` must be `APPLE_BUNDLE_ID` when that is configured. Either way the transactions and
+/// `unified_receipt`. Version 2 notifications are one `signedPayload`, verified with Apple's rules
+/// (`SignedDataVerifier`: chain, signature, bundle id, app Apple ID, environment), as are its signed
+/// transaction and renewal info. Either way the transactions and
 /// renewal info are recorded for purchases that already have an owner, so refunds, renewals and cancellations
 /// show up without waiting for the renewal refresher; a purchase nobody owns yet is left for the receipt its
 /// buyer posts, and a notification without a transaction (`TEST`, summaries) is only logged.
 ///
 /// Answers: 200 received; 400 not a JSON object or an undecodable V1 body; 401 a wrong V1 password or a V2
-/// signature that does not verify; 422 a verified V2 payload that does not decode or is for another app.
+/// signature or chain that does not verify; 422 a verified V2 payload that does not decode or is for another
+/// app or environment.
 @Loop
 struct NotificationRoutes {
     let sharedSecret: String?
-    let bundleID: String?
-    let signatures: SignedPayloadVerifier
+    let signatures: SignedDataVerifier
     let db: PostgresPool
     let recorder: PurchaseRecorder
     let catalog: CatalogCache
 
+    /// Registered on the router itself: Apple presents no key, the notification proves itself.
     func register(on router: Router) {
-        router.post("/v1/notifications/app-store") { try await receive($0) }
+        router.post("/v1/notifications/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -60,21 +61,20 @@ struct NotificationRoutes {
 
     /// A version 2 notification: verified, decoded, checked against the bundle id, then recorded.
     private func receiveSigned(_ jws: String) async throws -> HTTPResponse {
-        let notification = try verified(jws, part: "signedPayload", as: AppStoreNotificationV2.init(jsonData:))
-        try checkBundle(notification.bundleID, part: "data.bundleId")
+        let notification = try await verified(part: "signedPayload") { () async throws(SignedDataError) in try await signatures.verifyNotification(jws) }
         var transactions: [StoreTransaction] = []
         var environment = notification.environment
         var productType: String?
         if let info = notification.signedTransactionInfo {
-            let signed = try verified(info, part: "data.signedTransactionInfo", as: AppStoreTransactionV2.init(jsonData:))
-            try checkBundle(signed.bundleID, part: "data.signedTransactionInfo.bundleId")
+            let signed = try await verified(part: "data.signedTransactionInfo") { () async throws(SignedDataError) in try await signatures.verifyTransaction(info) }
             transactions = [signed.transaction]
             environment = environment ?? signed.environment
             productType = signed.productType
         }
-        let renewals = try notification.signedRenewalInfo.map {
-            [try verified($0, part: "data.signedRenewalInfo", as: AppStoreRenewalInfoV2.init(jsonData:)).renewal]
-        } ?? []
+        var renewals: [RenewalInfo] = []
+        if let info = notification.signedRenewalInfo {
+            renewals = [try await verified(part: "data.signedRenewalInfo") { () async throws(SignedDataError) in try await signatures.verifyRenewalInfo(info) }.renewal]
+        }
         let recordedEnvironment = environment ?? .production
         let owned = try await recordOwned(transactions, renewals: renewals, latestReceipt: nil, appleStatus: 0, environment: recordedEnvironment)
         Log.info("app_store_notification", ["type": notification.notificationType, "subtype": notification.subtype,
@@ -83,32 +83,26 @@ struct NotificationRoutes {
         return .json(["status": "received"])
     }
 
-    /// The payload of `jws` (the notification or one of its parts) decoded by `decode`: 401 when the
-    /// signature or chain does not verify, 422 when the verified payload does not decode. The reason is logged.
-    private func verified<Payload>(_ jws: String, part: String, as decode: (Data) throws(AppStoreDecodingError) -> Payload) throws -> Payload {
-        let payload: Data
+    /// The payload `verify` verifies (the notification or one of its `part`s): 401 when its signature or chain
+    /// does not verify, 422 when it verifies but is for another app or environment or does not decode. The
+    /// reason is logged.
+    private func verified<Payload>(part: String, _ verify: () async throws(SignedDataError) -> VerifiedSignedData<Payload>) async throws -> Payload {
         do {
-            payload = try signatures.verify(jws)
+            return try await verify().payload
         } catch {
-            Log.warning("app_store_notification_refused", ["part": part, "reason": error.reason])
-            throw ProblemError(status: 401, detail: "The signed payload (\(part)) is not signed by a trusted App Store certificate chain.",
-                               extra: ["field": "signedPayload"])
+            Log.warning("app_store_notification_refused", ["part": part, "status": error.status.rawValue, "reason": error.reason])
+            switch error.status {
+            case _ where error.isAuthenticityFailure:
+                throw ProblemError(status: 401, detail: "The signed payload (\(part)) is not signed by a trusted App Store certificate chain.",
+                                   extra: ["field": "signedPayload"])
+            case .undecodablePayload:
+                let at = error.field.map { "\(part): \($0)" } ?? part
+                throw ProblemError(status: 422, detail: "The signed payload verifies but does not decode at \(at).", extra: ["field": "signedPayload"])
+            default:
+                throw ProblemError(status: 422, detail: "The signed payload (\(part)) is for another app or environment.",
+                                   extra: ["field": "signedPayload"])
+            }
         }
-        do {
-            return try decode(payload)
-        } catch {
-            Log.warning("app_store_notification_undecodable", ["part": part, "reason": error.description])
-            let at = error.path.isEmpty ? part : "\(part): \(error.path)"
-            throw ProblemError(status: 422, detail: "The signed payload verifies but does not decode at \(at).", extra: ["field": "signedPayload"])
-        }
-    }
-
-    /// 422 when a bundle id is configured and the verified payload names another app (or none).
-    private func checkBundle(_ payloadBundleID: String?, part: String) throws {
-        guard let bundleID, payloadBundleID != bundleID else { return }
-        Log.warning("app_store_notification_other_app", ["part": part, "bundle_id": payloadBundleID])
-        throw ProblemError(status: 422, detail: "The signed payload is for another app (\(part) is not this service's bundle id).",
-                           extra: ["field": "signedPayload"])
     }
 
     /// Records `transactions` (and the renewal info of their subscriptions) for each purchase that already has

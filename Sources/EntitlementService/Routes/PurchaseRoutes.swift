@@ -2,25 +2,27 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The app routes of purchases: receipts, entitlements, transactions, consumables and orders.
+/// The app routes of purchases: receipts, entitlements, transactions, consumables and orders. Registered under
+/// `/v1`, whose middleware lets in app and admin keys.
 @Loop
 struct PurchaseRoutes {
-    let keys: APIKeys
     let db: PostgresPool
     let receipts: ReceiptService
     let reader: EntitlementReader
     let ledger: ConsumableLedger
     let orders: OrderStore
     let catalog: CatalogCache
+    /// Answers of entitlement reads at the present time.
+    let cache: EntitlementCache
 
-    func register(on router: Router) {
-        router.post("/v1/receipts") { try await postReceipt($0) }
-        router.get("/v1/receipts/{verification_id}") { try await getReceipt($0) }
-        router.get("/v1/users/{user_id}/entitlements") { try await entitlements($0) }
-        router.get("/v1/users/{user_id}/transactions") { try await transactions($0) }
-        router.post("/v1/users/{user_id}/consumables/{currency}/consume") { try await consume($0) }
-        router.post("/v1/orders") { try await createOrder($0) }
-        router.get("/v1/orders/{order_id}") { try await getOrder($0) }
+    func register(on v1: RouterGroup) {
+        v1.post("/receipts") { try await postReceipt($0, $1) }
+        v1.get("/receipts/{verification_id}") { try await getReceipt($0, $1) }
+        v1.get("/users/{user_id}/entitlements") { try await entitlements($0, $1) }
+        v1.get("/users/{user_id}/transactions") { try await transactions($0, $1) }
+        v1.post("/users/{user_id}/consumables/{currency}/consume") { try await consume($0, $1) }
+        v1.post("/orders") { request, _ in try await createOrder(request) }
+        v1.get("/orders/{order_id}") { try await getOrder($0, $1) }
     }
 
     private struct ReceiptBody: Decodable {
@@ -30,8 +32,8 @@ struct PurchaseRoutes {
         enum CodingKeys: String, CodingKey { case userID = "user_id", receiptData = "receipt_data", orderID = "order_id" }
     }
 
-    private func postReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let caller = try keys.authorize(request, admin: false)
+    private func postReceipt(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let caller = try context.caller
         let waitMs = try InputRules.queryInt(request, "wait_ms", in: 0...30_000, default: 10_000)
         let body = try request.decodeJSON(ReceiptBody.self)
         let userID = try InputRules.userID(body.userID)
@@ -44,7 +46,7 @@ struct PurchaseRoutes {
                                extra: ["field": "receipt_data"])
         }
         let (verificationID, outcome) = try await receipts.submit(
-            userID: userID, receiptData: body.receiptData, orderID: orderID.flatMap(UUID.init(uuidString:)), waitMs: waitMs, actor: caller.keyID)
+            userID: userID, receiptData: body.receiptData, orderID: orderID, waitMs: waitMs, actor: caller.keyID)
         let id = verificationID.lowercasedString
         switch outcome {
         case nil, .pending?:
@@ -75,25 +77,36 @@ struct PurchaseRoutes {
         return fields
     }
 
-    private func getReceipt(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let id = try InputRules.uuid(request.pathParameters["verification_id"] ?? "", field: "verification_id")
-        guard let verificationID = UUID(uuidString: id), let submission = try await receipts.submissions.find(verificationID, on: db) else {
+    private func getReceipt(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let id = try context.parameters.require("verification_id", as: ResourceID.self).uuid
+        guard let submission = try await receipts.submissions.find(id, on: db) else {
             throw ProblemError(status: 404, detail: "No receipt submission has this verification_id.")
         }
         return .json(SubmissionBody(submission))
     }
 
-    private func entitlements(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
-        let at = try InputRules.queryDate(request, "at") ?? Date()
-        return .json(try await reader.document(userID: userID, at: at))
+    /// At the present time (no `at`) through the cache, filled under a ticket and kept until the report's
+    /// `nextChange`; with `at`, always from the database.
+    private func entitlements(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let userID = try context.parameters.require("user_id", as: UserID.self).value
+        if let at = try InputRules.queryDate(request, "at") {
+            return .json(try await reader.document(userID: userID, at: at))
+        }
+        let now = Date()
+        if let template = cache.lookup(userID, now: now) {
+            return EntitlementsAnswer.response(template, at: now)
+        }
+        let ticket = cache.ticket(for: userID)
+        let (document, nextChange) = try await reader.evaluation(userID: userID, at: now)
+        let response = HTTPResponse.json(document)
+        if response.status == 200, let template = EntitlementsAnswer.template(of: response.body, asOf: now) {
+            cache.store(template, validUntil: nextChange, for: ticket)
+        }
+        return response
     }
 
-    private func transactions(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
+    private func transactions(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let userID = try context.parameters.require("user_id", as: UserID.self).value
         let list = try await TransactionStore().list(ownedBy: userID, on: db).map(TransactionBody.init)
         return .json(TransactionListBody(userID: userID, transactions: list))
     }
@@ -104,10 +117,9 @@ struct PurchaseRoutes {
         enum CodingKeys: String, CodingKey { case amount, idempotencyKey = "idempotency_key" }
     }
 
-    private func consume(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let userID = try InputRules.userID(request.pathParameters["user_id"] ?? "")
-        let currency = try InputRules.token(request.pathParameters["currency"] ?? "", field: "currency", maxLength: 255)
+    private func consume(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let userID = try context.parameters.require("user_id", as: UserID.self).value
+        let currency = try context.parameters.require("currency", as: Currency.self).value
         let body = try request.decodeJSON(ConsumeBody.self)
         guard (1...1_000_000_000).contains(body.amount) else {
             throw ProblemError.badRequest("'amount' must be an integer from 1 to 1000000000.", field: "amount")
@@ -130,7 +142,6 @@ struct PurchaseRoutes {
     }
 
     private func createOrder(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
         let body = try request.decodeJSON(OrderBody.self)
         let userID = try InputRules.userID(body.userID)
         let productID = try InputRules.token(body.productID, field: "product_id", maxLength: 255)
@@ -140,10 +151,9 @@ struct PurchaseRoutes {
         return .json(try await orders.create(userID: userID, productID: productID, on: db), status: 201)
     }
 
-    private func getOrder(_ request: HTTPRequest) async throws -> HTTPResponse {
-        _ = try keys.authorize(request, admin: false)
-        let id = try InputRules.uuid(request.pathParameters["order_id"] ?? "", field: "order_id")
-        guard let orderID = UUID(uuidString: id), let order = try await orders.find(orderID, on: db) else {
+    private func getOrder(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let id = try context.parameters.require("order_id", as: ResourceID.self).uuid
+        guard let order = try await orders.find(id, on: db) else {
             throw ProblemError(status: 404, detail: "No order has this order_id.")
         }
         return .json(order)

@@ -5,18 +5,18 @@ struct SystemRoutes {
     let db: PostgresPool
 
     func register(on router: Router) {
-        router.get("/healthz") { _ in Self.healthy }
-        router.get("/readyz") { _ in
+        router.get("/healthz") { _, _ in Self.healthy }
+        router.get("/readyz") { _, _ in
             do {
                 try await db.ping()
                 return .json(["status": "ready"])
             } catch {
                 Log.warning("not_ready", ["error": String(describing: error)])
-                throw ProblemError(status: 503, detail: "The database does not answer.")
+                throw ProblemError.unavailable("The database does not answer.", retryAfterSeconds: 5)
             }
         }
-        router.get("/metrics") { _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
-        router.get("/openapi.json") { _ in Self.openAPI }
+        router.get("/metrics") { _, _ in .text(Metrics.shared.render(), contentType: Metrics.contentType) }
+        router.get("/openapi.json") { _, _ in Self.openAPI }
     }
 
     /// Built once: the liveness answer is the hottest route and never changes.

@@ -3,24 +3,18 @@ import EntitlementModel
 import Foundation
 
 /// The admin routes of webhook deliveries: the list, newest first and paged, and redelivery of one event.
+/// Registered under `/v1/admin` (an admin key).
 @Loop
 struct WebhookRoutes {
-    let keys: APIKeys
     let db: PostgresPool
     /// False without `WEBHOOK_URL`: nothing is sent, so nothing can be sent again.
     let delivers: Bool
     /// The deliveries' reads and redelivery; a stand-in lets a route test run without PostgreSQL.
     var deliveries: any WebhookDeliveryReading = WebhookDeliveryStore()
 
-    func register(on router: Router) {
-        router.get("/v1/admin/webhooks/deliveries") { request in
-            _ = try keys.authorize(request, admin: true)
-            return try await list(request)
-        }
-        router.post("/v1/admin/webhooks/events/{event_id}/redeliver") { request in
-            _ = try keys.authorize(request, admin: true)
-            return try await redeliver(request)
-        }
+    func register(on admin: RouterGroup) {
+        admin.get("/webhooks/deliveries") { request, _ in try await list(request) }
+        admin.post("/webhooks/events/{event_id}/redeliver") { request, context in try await redeliver(request, context) }
     }
 
     private struct ListBody: Encodable {
@@ -51,16 +45,17 @@ struct WebhookRoutes {
         return .json(ListBody(deliveries: page, nextCursor: next))
     }
 
-    private func redeliver(_ request: HTTPRequest) async throws -> HTTPResponse {
-        let id = try InputRules.uuid(request.pathParameters["event_id"] ?? "", field: "event_id")
+    private func redeliver(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
+        let id = try context.parameters.require("event_id", as: ResourceID.self).uuid
         guard delivers else {
             throw ProblemError(status: 409, title: "Webhooks not configured",
                                detail: "WEBHOOK_URL is not set: events are recorded, not sent.")
         }
-        guard let uuid = UUID(uuidString: id), try await deliveries.redeliver(uuid, now: Date(), on: db) else {
+        guard try await deliveries.redeliver(id, now: Date(), on: db) else {
             throw ProblemError(status: 404, detail: "No webhook event has this event_id.")
         }
-        Log.info("webhook_redeliver", ["request_id": request.requestID, "event_id": id])
-        return .json(["event_id": id, "status": WebhookDeliveryStatus.pending.rawValue], status: 202)
+        let text = id.uuidString.lowercased()
+        Log.info("webhook_redeliver", ["request_id": request.requestID, "event_id": text])
+        return .json(["event_id": text, "status": WebhookDeliveryStatus.pending.rawValue], status: 202)
     }
 }

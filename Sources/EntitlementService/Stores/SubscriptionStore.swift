@@ -12,10 +12,11 @@ struct SubscriptionState: Sendable {
     var renewal: RenewalInfo?
 }
 
-/// A subscription the renewal refresher claimed: the receipt to re-verify and for whom.
+/// A subscription the renewal refresher claimed: the receipt to re-verify (none when it was recorded
+/// without one) and for whom.
 struct DueRefresh: Sendable {
     var originalTransactionID: String
-    var latestReceipt: String
+    var latestReceipt: String?
     var environment: StoreEnvironment
     /// Refreshes so far, this one included (the retry backoff grows with it).
     var attempts: Int
@@ -66,12 +67,13 @@ struct SubscriptionStore {
     }
 
     /// Claims up to `limit` subscriptions whose refresh is due, skipping rows other instances hold; a claimed
-    /// one is not due again before `lease` has passed.
-    func claimDue(limit: Int, lease: Duration, on db: some PostgresQueryable) async throws -> [DueRefresh] {
+    /// one is not due again before `lease` has passed. Without `withoutReceipt` only those with a receipt to
+    /// re-verify are claimed.
+    func claimDue(limit: Int, lease: Duration, withoutReceipt: Bool = false, on db: some PostgresQueryable) async throws -> [DueRefresh] {
         try await db.query("""
             WITH due AS (
                 SELECT original_transaction_id FROM subscriptions
-                 WHERE next_refresh_at <= now() AND latest_receipt IS NOT NULL
+                 WHERE next_refresh_at <= now() AND ($3 OR latest_receipt IS NOT NULL)
                  ORDER BY next_refresh_at LIMIT $1
                  FOR UPDATE SKIP LOCKED)
             UPDATE subscriptions s
@@ -79,9 +81,9 @@ struct SubscriptionStore {
               FROM due WHERE s.original_transaction_id = due.original_transaction_id
             RETURNING s.original_transaction_id, s.latest_receipt, s.environment, s.refresh_attempts,
                       (SELECT user_id FROM purchase_owners o WHERE o.original_transaction_id = s.original_transaction_id) AS owner
-            """, [limit, lease]).rows.map { row in
+            """, [limit, lease, withoutReceipt]).rows.map { row in
                 DueRefresh(
-                    originalTransactionID: try row.string("original_transaction_id"), latestReceipt: try row.string("latest_receipt"),
+                    originalTransactionID: try row.string("original_transaction_id"), latestReceipt: try row.optionalString("latest_receipt"),
                     environment: StoreEnvironment(rawValue: try row.string("environment")) ?? .production,
                     attempts: try row.int("refresh_attempts"), owner: try row.optionalString("owner"))
             }

@@ -102,8 +102,8 @@ final class HTTPConnection {
         case .write(let response, let context):
             write(HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now()))
         case .reject(let problem, let context):
-            server.metrics.recordRequest(route: HTTPServer.rejectedRoute, method: context.method, status: problem.status, durationSeconds: nil)
-            Self.logRequest(context.requestID, context.method, HTTPServer.rejectedRoute, problem.status, detail: problem.detail)
+            server.observe(HTTPExchange(requestID: context.requestID, method: context.method, route: HTTPServer.rejectedRoute,
+                                        status: problem.status, detail: problem.detail))
             write(HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now()))
         case .writeContinue:
             write(HTTPResponseSerializer.continueResponse)
@@ -138,23 +138,29 @@ final class HTTPConnection {
 
     private func startHandler(_ request: HTTPRequest) {
         let started = uv_hrtime()
-        switch server.router.dispatch(request) {
-        case .answered(let response, let route):
-            finish(request, response, route: route, started: started)
-        case .suspending(let handler, let routed, let route):
+        let (answer, route) = server.router.respond(to: request)
+        switch answer {
+        case .ready(let outcome):
+            finish(request, outcome, route: route, started: started)
+        case .pending(let work):
             Task { @Loop in
-                let response = await Router.run(handler, routed, route: route)
-                self.finish(request, response, route: route, started: started)
+                let outcome = await work()
+                self.finish(request, outcome, route: route, started: started)
             }
         }
     }
 
-    /// Counts and logs the handler's answer, then hands it to the machine.
-    private func finish(_ request: HTTPRequest, _ response: HTTPResponse, route: String, started: UInt64) {
-        let nanoseconds = uv_hrtime() - started
-        server.metrics.recordRequest(route: route, method: request.method, status: response.status, durationSeconds: Double(nanoseconds) / 1e9)
-        Self.logRequest(request.requestID, request.method, route, response.status, nanoseconds: nanoseconds)
-        run(response.dropsConnection ? machine.ioFailed() : machine.handlerFinished(response))
+    /// Reports the request to the server's observers, then hands its answer to the machine (an abort closes
+    /// the connection unanswered). No closures here: one formed in `@Loop` code checks the executor when run.
+    private func finish(_ request: HTTPRequest, _ outcome: HTTPOutcome, route: String, started: UInt64) {
+        let response = try? outcome.get()
+        server.observe(HTTPExchange(requestID: request.requestID, method: request.method, route: route,
+                                    status: response?.status, nanoseconds: uv_hrtime() - started))
+        if let response {
+            run(machine.handlerFinished(response))
+        } else {
+            run(machine.ioFailed())
+        }
     }
 
     private func timerFired() {
@@ -168,20 +174,6 @@ final class HTTPConnection {
             self.deadline = nil
             run(machine.timerFired(requestID: RequestID.generate()))
         }
-    }
-
-    /// The access log line (`http_request`) of one answer: the handler's time for a routed request, the
-    /// reason for a rejected one.
-    private static func logRequest(_ requestID: String, _ method: String, _ route: String, _ status: Int,
-                                   nanoseconds: UInt64? = nil, detail: String? = nil) {
-        guard var line = Log.Line(.info, "http_request") else { return }
-        line.add("request_id", requestID)
-        line.add("method", method)
-        line.add("route", route)
-        line.add("status", status)
-        if let nanoseconds { line.add("duration_ms", milliseconds: nanoseconds) }
-        if let detail { line.add("detail", detail) }
-        line.emit()
     }
 
     // MARK: - Reading

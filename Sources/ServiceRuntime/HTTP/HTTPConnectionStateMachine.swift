@@ -107,10 +107,11 @@ struct HTTPConnectionStateMachine {
         return actions
     }
 
-    /// A new connection was accepted over the connection limit: answer 503 and close politely.
+    /// A new connection was accepted over the connection limit: answer 503 (`Retry-After` one second) and
+    /// close politely.
     mutating func refused(requestID: String) -> [Action] {
         var actions: [Action] = []
-        let problem = ProblemError(status: 503, detail: "The server is at its connection limit; retry shortly.")
+        let problem = ProblemError.unavailable("The server is at its connection limit; retry shortly.", retryAfterSeconds: 1)
         reject(problem, ResponseContext(requestID: requestID, method: "-", version: .http1_1, keepAlive: false), &actions)
         return actions
     }

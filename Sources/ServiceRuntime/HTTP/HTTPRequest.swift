@@ -1,7 +1,8 @@
 import Timestamps
 import Foundation
 
-/// One complete request as handlers see it: the head, the whole body, and the route's path parameters.
+/// One complete request as handlers see it: the head and the whole body. What the server learnt about it
+/// (route, path parameters, caller) travels beside it in an `HTTPRequestContext`.
 ///
 /// The fields (`request.method`, `request.body`, …; see `Fields`) live in one box shared by copies and
 /// copied on write: a request passes through the connection's machine, the router and the handler, and
@@ -22,8 +23,6 @@ public struct HTTPRequest: Sendable, Equatable {
         /// The client's `X-Request-Id` when it was sane (1–128 visible ASCII characters), else a generated one.
         /// Every response and log line about this request carries it.
         public var requestID: String
-        /// The values of the route's `{name}` segments, percent-decoded. Set by the router.
-        public var pathParameters: [String: String]
     }
 
     /// Mutated only while uniquely referenced (see `subscript(dynamicMember:)`), like the standard library's buffers.
@@ -44,11 +43,10 @@ public struct HTTPRequest: Sendable, Equatable {
 
     public init(
         method: String, path: String, query: [String: String] = [:], rawQuery: String = "",
-        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], requestID: String, pathParameters: [String: String] = [:]
+        headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], requestID: String
     ) {
         box = Box(Fields(
-            method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, body: body,
-            requestID: requestID, pathParameters: pathParameters))
+            method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, body: body, requestID: requestID))
     }
 
     public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {

@@ -2,25 +2,17 @@ import Timestamps
 import Foundation
 
 /// What a handler answers. The server adds the framing headers itself (`Content-Length`, `Date`,
-/// `Connection`, `X-Request-Id`); values set here for those names are ignored.
+/// `Connection`, `X-Request-Id`); values set here for those names are ignored. A handler that must not answer
+/// at all throws `HTTPConnectionAbort`.
 public struct HTTPResponse: Sendable, Equatable {
     public var status: Int
     public var headers: HTTPHeaders
     public var body: [UInt8]
-    /// Close the connection without answering (the fake App Store's "dropped connection").
-    public var dropsConnection = false
 
     public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
-    }
-
-    /// No answer at all: the connection is closed as if the network broke.
-    public static var dropConnection: HTTPResponse {
-        var response = HTTPResponse(status: 499)
-        response.dropsConnection = true
-        return response
     }
 
     /// `value` encoded as JSON (`application/json`, keys sorted, dates as RFC 3339 UTC).

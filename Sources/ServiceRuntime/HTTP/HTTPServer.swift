@@ -3,9 +3,10 @@ import Foundation
 
 /// The HTTP/1.1 server: a listening uv TCP socket and the connections it accepts, all on the loop.
 ///
-/// Each request is answered by the router's handler; every answer is counted in `metrics` and logged once
-/// (`http_request`: request id, method, route, status, duration). `shutdown()` stops accepting, lets the
-/// requests already received finish and their answers go out, closes idle connections, then returns.
+/// Each request is answered by the router; every request, answered or rejected before routing, is reported
+/// once to the observers (by default the access log and the request metrics in `metrics`). `shutdown()`
+/// stops accepting, lets the requests already received finish and their answers go out, closes idle
+/// connections, then returns.
 @Loop
 public final class HTTPServer {
     /// The route label of requests rejected before routing (unreadable, too large, too slow, refused).
@@ -16,6 +17,7 @@ public final class HTTPServer {
     public let configuration: HTTPServerConfiguration
     let router: Router
     let metrics: Metrics
+    private let observers: [any HTTPExchangeObserver]
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var refused: Set<ObjectIdentifier> = []
@@ -24,10 +26,14 @@ public final class HTTPServer {
     var isShuttingDown: Bool { shuttingDown }
     private var shutdownWaiters: [CheckedContinuation<Void, Never>] = []
 
-    public init(configuration: HTTPServerConfiguration, router: Router, metrics: Metrics = .shared) {
+    /// A server answering with `router`. `metrics` holds its open-connections gauge; `observers` are told
+    /// about every request, by default `HTTPAccessLog` and `HTTPRequestMetrics` in `metrics`.
+    public init(configuration: HTTPServerConfiguration, router: Router, metrics: Metrics = .shared,
+                observers: [any HTTPExchangeObserver]? = nil) {
         self.configuration = configuration
         self.router = router
         self.metrics = metrics
+        self.observers = observers ?? [HTTPAccessLog(), HTTPRequestMetrics(metrics)]
     }
 
     /// Binds the configuration's host and port and listens; returns the bound port (the chosen one when the
@@ -101,6 +107,11 @@ public final class HTTPServer {
             Log.warning("http_connection_refused", ["open": serving, "limit": configuration.maxConnections])
             connection.refuse()
         }
+    }
+
+    /// Reports a finished or rejected request to every observer.
+    func observe(_ exchange: HTTPExchange) {
+        for observer in observers { observer.observe(exchange) }
     }
 
     func connectionClosed(_ connection: HTTPConnection) {

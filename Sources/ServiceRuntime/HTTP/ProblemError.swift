@@ -16,18 +16,30 @@ public struct ProblemError: Error, Sendable, Equatable {
     public var type: String
     /// Extension members such as `apple_status` or `field`. Keys of the core members are ignored.
     public var extra: [String: JSONValue]
+    /// Header fields the response carries besides `Content-Type` (`WWW-Authenticate`, `Retry-After`).
+    public var headers: HTTPHeaders
 
-    public init(status: Int, title: String? = nil, detail: String, type: String = "about:blank", extra: [String: JSONValue] = [:]) {
+    public init(status: Int, title: String? = nil, detail: String, type: String = "about:blank", extra: [String: JSONValue] = [:],
+                headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status
         self.title = title ?? HTTPStatus.reasonPhrase(status)
         self.detail = detail
         self.type = type
         self.extra = extra
+        self.headers = headers
     }
 
     /// A 400 problem; `field` names the offending input, when there is one.
     public static func badRequest(_ detail: String, field: String? = nil) -> ProblemError {
         ProblemError(status: 400, detail: detail, extra: field.map { ["field": .string($0)] } ?? [:])
+    }
+
+    /// The answer to a failure the client cannot do anything about; the failure itself goes to the log.
+    public static let internalError = ProblemError(status: 500, detail: "The server failed to handle the request.")
+
+    /// A 503 problem telling the client, in `Retry-After`, how many seconds to wait before trying again.
+    public static func unavailable(_ detail: String, retryAfterSeconds: Int) -> ProblemError {
+        ProblemError(status: 503, detail: detail, headers: ["Retry-After": String(retryAfterSeconds)])
     }
 
     /// The problem document as JSON text, core members first, then extensions sorted by name.
@@ -49,8 +61,8 @@ public struct ProblemError: Error, Sendable, Equatable {
 
     /// The response carrying this problem.
     public var response: HTTPResponse {
-        var headers = HTTPHeaders()
-        headers.add("Content-Type", "application/problem+json")
+        var headers = headers
+        headers.set("Content-Type", "application/problem+json")
         return HTTPResponse(status: status, headers: headers, body: Array(jsonText.utf8))
     }
 }

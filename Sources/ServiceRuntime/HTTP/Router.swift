@@ -1,20 +1,23 @@
-/// Maps method and path to a handler.
+/// Maps method and path to a route's middleware and handler.
 ///
 /// Patterns are literal segments and whole-segment parameters, e.g. `/v1/users/{user_id}/entitlements`; a
-/// parameter matches one non-empty segment and reaches the handler percent-decoded in `pathParameters`.
-/// Where several patterns match, the one with a literal segment earliest wins (`/v1/admin/products` before
-/// `/v1/admin/{x}`). An unknown path is a 404 problem; a known path with another method a 405 with `Allow`.
-/// `HEAD` falls back to the `GET` handler (the body is left out on the wire). The pattern is the route's
-/// label in metrics and logs.
+/// parameter matches one non-empty segment and reaches the handler percent-decoded in
+/// `context.parameters`. Where several patterns match, the one with a literal segment earliest wins
+/// (`/v1/admin/products` before `/v1/admin/{x}`). An unknown path is a 404 problem; a known path with another
+/// method a 405 with `Allow`; a parameter that is not valid percent-encoded UTF-8 a 400 naming it. These
+/// answers run no middleware. `HEAD` falls back to the `GET` handler (the body is left out on the wire). The
+/// pattern is the route's label in metrics and logs.
 ///
-/// A handler that never suspends (a synchronous closure) is answered inside the read callback that
-/// completed its request; one that may suspend runs in a task on the loop.
+/// Routes are registered on the router or on a group (`router.group("/v1", middleware…)`), whose prefix and
+/// middleware they take. A handler that never suspends (a synchronous closure) behind middleware that does
+/// not suspend either is answered inside the read callback that completed its request; one that may suspend
+/// runs in a task on the loop.
 @Loop
-public final class Router {
+public final class Router: RouteRegistrar {
     /// A handler that may suspend (database, App Store): it runs in its own task.
-    public typealias Handler = @Loop (HTTPRequest) async throws -> HTTPResponse
+    public typealias Handler = @Loop (HTTPRequest, HTTPRequestContext) async throws -> HTTPResponse
     /// A handler that answers without suspending: it runs at once, with no task.
-    public typealias ImmediateHandler = @Loop (HTTPRequest) throws -> HTTPResponse
+    public typealias ImmediateHandler = @Loop (HTTPRequest, HTTPRequestContext) throws -> HTTPResponse
 
     /// A registered route, for listing (documentation, diagnostics).
     public struct Route: Sendable, Equatable {
@@ -28,30 +31,19 @@ public final class Router {
         case parameter(String)
     }
 
-    private enum Body {
-        case immediate(ImmediateHandler)
-        case suspending(Handler)
-    }
-
     private struct Entry {
         var route: Route
         var segments: [Segment]
-        var body: Body
+        var chain: RouteChain
     }
 
     /// The outcome of looking a request up.
     enum Match {
         /// The index of the matching entry.
-        case found(Int, parameters: [String: String])
+        case found(Int, parameters: HTTPPathParameters)
         case methodNotAllowed(route: String, allow: [String])
         case badParameter(route: String, name: String)
         case notFound
-    }
-
-    /// What to do with a request: its answer is known already, or a suspending handler must run.
-    enum Dispatch {
-        case answered(HTTPResponse, route: String)
-        case suspending(Handler, HTTPRequest, route: String)
     }
 
     /// The answer to every path no route matches, made once.
@@ -69,90 +61,56 @@ public final class Router {
     /// Every route, in registration order.
     public var routes: [Route] { entries.map(\.route) }
 
-    /// Registers `handler` for `method` (upper case) and `pattern`. A malformed pattern or a duplicate
-    /// registration is a programming error and traps.
-    public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping Handler) {
-        add(method, pattern, name: name, body: .suspending(handler))
+    /// A group of routes under `prefix` (`/v1`) whose requests pass through `middleware`, outermost first.
+    public func group(_ prefix: String, _ middleware: any HTTPMiddleware...) -> RouterGroup {
+        RouterGroup(router: self, prefix: prefix, middleware: middleware)
     }
 
-    /// Registers a handler that answers without suspending.
-    public func add(_ method: String, _ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) {
-        add(method, pattern, name: name, body: .immediate(handler))
+    public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Handler) {
+        add(method, pattern, name: name, middleware: [], handler: .suspending(handler))
     }
 
-    private func add(_ method: String, _ pattern: String, name: String?, body: Body) {
+    public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping ImmediateHandler) {
+        add(method, pattern, name: name, middleware: [], handler: .immediate(handler))
+    }
+
+    /// Registers `handler` behind `middleware` for `method` (upper case) and `pattern`. A malformed pattern
+    /// or a duplicate registration is a programming error and traps.
+    func add(_ method: String, _ pattern: String, name: String?, middleware: [any HTTPMiddleware], handler: RouteChain.Handler) {
         let segments = Self.segments(of: pattern)
         precondition(!entries.contains { $0.route.method == method && Self.sameShape($0.segments, segments) },
                      "route \(method) \(pattern) registered twice")
         if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
             literalEntries[pattern, default: [:]][method] = entries.count
         }
-        entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments, body: body))
+        entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments,
+                             chain: RouteChain(middleware: middleware, handler: handler)))
     }
 
-    public func get(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("GET", pattern, name: name, handler) }
-    public func get(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("GET", pattern, name: name, handler) }
-    public func post(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("POST", pattern, name: name, handler) }
-    public func post(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("POST", pattern, name: name, handler) }
-    public func put(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("PUT", pattern, name: name, handler) }
-    public func put(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("PUT", pattern, name: name, handler) }
-    public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping Handler) { add("DELETE", pattern, name: name, handler) }
-    public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping ImmediateHandler) { add("DELETE", pattern, name: name, handler) }
-
-    /// Answers `request`: a routing problem or an immediate handler's answer now, else the suspending
-    /// handler to run (with the path parameters set on the request it receives).
-    func dispatch(_ request: HTTPRequest) -> Dispatch {
+    /// Answers `request`: a routing problem, or what the matched route's chain answers (ready when nothing in
+    /// it suspends), with the route's label.
+    func respond(to request: HTTPRequest) -> (answer: HTTPAnswer, route: String) {
         switch match(method: request.method, path: request.path) {
         case .notFound:
-            return .answered(Self.notFound, route: Self.unmatchedRoute)
+            return (.response(Self.notFound), Self.unmatchedRoute)
         case .methodNotAllowed(let route, let allow):
             var response = ProblemError(status: 405, detail: "The path does not support the \(request.method) method.").response
             response.headers.add("Allow", allow.joined(separator: ", "))
-            return .answered(response, route: route)
+            return (.response(response), route)
         case .badParameter(let route, let name):
-            return .answered(ProblemError.badRequest("The path segment '\(name)' is not valid percent-encoded UTF-8.", field: name).response, route: route)
+            let problem = ProblemError.badRequest("The path segment '\(name)' is not valid percent-encoded UTF-8.", field: name)
+            return (.response(problem.response), route)
         case .found(let index, let parameters):
-            let entry = entries[index]
-            var request = request
-            if !parameters.isEmpty { request.pathParameters = parameters }
-            switch entry.body {
-            case .immediate(let handler):
-                do {
-                    return .answered(try handler(request), route: entry.route.pattern)
-                } catch {
-                    return .answered(Self.answer(to: error, request, route: entry.route.pattern), route: entry.route.pattern)
-                }
-            case .suspending(let handler):
-                return .suspending(handler, request, route: entry.route.pattern)
-            }
+            let route = entries[index].route.pattern  // not the whole entry: each of its fields would be retained
+            let context = HTTPRequestContext(requestID: request.requestID, route: route, parameters: parameters)
+            return (entries[index].chain.respond(request, context), route)
         }
-    }
-
-    /// Runs a suspending handler and turns whatever it throws into a problem response.
-    static func run(_ handler: Handler, _ request: HTTPRequest, route: String) async -> HTTPResponse {
-        do {
-            return try await handler(request)
-        } catch {
-            return answer(to: error, request, route: route)
-        }
-    }
-
-    /// A thrown `ProblemError` as its own response; a database that does not answer as 503; anything else
-    /// logged and answered 500.
-    private static func answer(to error: any Error, _ request: HTTPRequest, route: String) -> HTTPResponse {
-        if let problem = error as? ProblemError { return problem.response }
-        if let database = error as? PostgresError, database.isUnavailable {
-            Log.warning("database_unavailable", ["request_id": request.requestID, "route": route, "error": database.description])
-            return ProblemError(status: 503, detail: "The database does not answer; try again later.").response
-        }
-        Log.error("handler_failed", ["request_id": request.requestID, "route": route, "error": String(describing: error)])
-        return ProblemError(status: 500, detail: "The server failed to handle the request.").response
     }
 
     /// Finds the route for `method` and raw `path`.
     func match(method: String, path: String) -> Match {
         if let byMethod = literalEntries[path], let index = byMethod[method] ?? (method == "HEAD" ? byMethod["GET"] : nil) {
-            return .found(index, parameters: [:])  // all literal: nothing can be more specific
+            return .found(index, parameters: HTTPPathParameters())  // all literal: nothing can be more specific
         }
         let parts = Self.split(path)
         var best: Int?
@@ -170,13 +128,13 @@ public final class Router {
             return .methodNotAllowed(route: first.route.pattern, allow: allow.sorted())
         }
         let entry = entries[index]
-        var parameters: [String: String] = [:]
+        var parameters: [(name: String, value: String)] = []
         for (segment, part) in zip(entry.segments, parts) {
             guard case .parameter(let name) = segment else { continue }
             guard let value = PercentDecoding.decode(part) else { return .badParameter(route: entry.route.pattern, name: name) }
-            parameters[name] = value
+            parameters.append((name, value))
         }
-        return .found(index, parameters: parameters)
+        return .found(index, parameters: HTTPPathParameters(parameters))
     }
 
     /// True when the entry at `index` should replace the best match so far.

@@ -1,8 +1,9 @@
 /// The process's metrics, rendered in the Prometheus text format for `GET /metrics`.
 ///
-/// HTTP traffic is recorded by the server (`http_requests_total`, `http_request_duration_seconds`); other
-/// parts of the service count events by label (`increment`) or register sampled values (pool sizes, loop lag,
-/// process figures) as closures read at each scrape. Everything lives on the loop, so recording costs no lock.
+/// HTTP traffic is recorded by the server's `HTTPRequestMetrics` (`http_requests_total`,
+/// `http_request_duration_seconds`); other parts of the service count events by label (`increment`) or
+/// register sampled values (pool sizes, loop lag, process figures) as closures read at each scrape.
+/// Everything lives on the loop, so recording costs no lock.
 @Loop
 public final class Metrics {
     /// The registry `/metrics` serves.
@@ -17,7 +18,8 @@ public final class Metrics {
     private struct RequestKey: Hashable {
         var route: String
         var method: String
-        var status: Int
+        /// nil: the connection was aborted without an answer.
+        var status: Int?
     }
 
     private struct Histogram {
@@ -55,8 +57,9 @@ public final class Metrics {
 
     public init() {}
 
-    /// Counts one answered request; `durationSeconds` (handler time) feeds the route's histogram when given.
-    public func recordRequest(route: String, method: String, status: Int, durationSeconds: Double?) {
+    /// Counts one answered request (`status` nil: aborted without an answer, labelled `aborted`);
+    /// `durationSeconds` (handler time) feeds the route's histogram when given.
+    public func recordRequest(route: String, method: String, status: Int?, durationSeconds: Double?) {
         requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
         guard let durationSeconds else { return }
         durations[route, default: Histogram()].observe(durationSeconds)
@@ -90,9 +93,9 @@ public final class Metrics {
         var out = ""
         out += "# HELP http_requests_total HTTP requests answered, by route pattern, method and status.\n"
         out += "# TYPE http_requests_total counter\n"
-        let keys = requests.keys.sorted { ($0.route, $0.method, $0.status) < ($1.route, $1.method, $1.status) }
+        let keys = requests.keys.sorted { ($0.route, $0.method, $0.status ?? 0) < ($1.route, $1.method, $1.status ?? 0) }
         for key in keys {
-            let labels = Self.labels([("route", key.route), ("method", key.method), ("status", String(key.status))])
+            let labels = Self.labels([("route", key.route), ("method", key.method), ("status", key.status.map(String.init) ?? "aborted")])
             out += "http_requests_total\(labels) \(requests[key]!)\n"
         }
         out += "# HELP http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"

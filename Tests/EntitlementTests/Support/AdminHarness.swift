@@ -100,6 +100,7 @@ final class AdminHarness: ServiceDatabase {
         var status: Int
         var contentType: String?
         var text: String
+        var headers = HTTPHeaders()
 
         /// The body as a JSON object (empty when it is not one).
         var object: [String: Any] {
@@ -138,7 +139,7 @@ final class AdminHarness: ServiceDatabase {
     nonisolated func send(raw request: [UInt8], method: String = "GET",
                           sourceLocation: SourceLocation = #_sourceLocation) async throws -> Reply {
         let response = try await RawHTTPClient.exchange(port: port, request, timeout: 30, bodyless: method == "HEAD")
-        let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text)
+        let reply = Reply(status: response.status, contentType: response.headers["Content-Type"], text: response.text, headers: response.headers)
         for secret in [appKey, adminKey, sharedSecret] where reply.text.contains(secret) {
             Issue.record("\(String(decoding: request.prefix(80), as: UTF8.self)) answered a secret: \(reply.text)", sourceLocation: sourceLocation)
         }

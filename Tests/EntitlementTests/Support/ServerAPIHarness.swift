@@ -6,9 +6,10 @@ import X509
 @testable import FakeAppStore
 @testable import ServiceRuntime
 
-/// The project's signed-data verifier trusting `roots`, as the Server API client checks signed fields with it.
-func serverAPIVerifier(roots: [Certificate]) -> some ServerAPISignatureChecking {
-    SignedPayloadVerifier(roots: roots)
+/// The project's signed-data verifier trusting `roots`, for the fake App Store's app (its default bundle and app
+/// Apple id), as the Server API client checks signed fields with it.
+func serverAPIVerifier(roots: [Certificate], bundleID: String = "com.example.app") -> some ServerAPISignatureChecking {
+    SignedDataVerifier(roots: roots, bundleID: bundleID, appAppleID: 1_234_567_890)
 }
 
 /// The fake App Store's Server API at hand: clients aimed at it, purchases, scenarios, and what it received.

@@ -30,17 +30,21 @@ final class ServiceHarness: ServiceDatabase {
     private let setup: TestService
     var fake: FakeAppStore { setup.fake }
     var databaseURL: String { setup.databaseURL }
+    /// The environment the service was started with.
+    var setupEnvironment: [String: String] { setup.environment }
 
     /// Runs `body` against a freshly started service (`environment` overrides the defaults, e.g.
     /// `RESTORE_POLICY`), stopping it and dropping its database however `body` ends.
-    static func run<T>(_ environment: [String: String] = [:], _ body: (ServiceHarness) async throws -> T) async throws -> T {
-        try await withHarness(start: { try await start(environment) }, stop: { await $0.stop() }, body)
+    /// With `serverAPI` the service uses the fake's App Store Server API.
+    static func run<T>(_ environment: [String: String] = [:], serverAPI: Bool = false, _ body: (ServiceHarness) async throws -> T) async throws -> T {
+        try await withHarness(start: { try await start(environment, serverAPI: serverAPI) }, stop: { await $0.stop() }, body)
     }
 
     /// Starts everything; `environment` overrides the defaults (e.g. `RESTORE_POLICY`).
-    private static func start(_ environment: [String: String] = [:]) async throws -> ServiceHarness {
+    private static func start(_ environment: [String: String] = [:], serverAPI: Bool = false) async throws -> ServiceHarness {
         let setup = try await TestService.prepare(
             "e2e", catalog: catalog, bundleID: bundleID, fake: FakeAppStoreConfiguration(sharedSecret: sharedSecret),
+            serverAPI: serverAPI,
             environment: [
                 "DATABASE_POOL_SIZE": "6", "API_KEYS": appKey, "ADMIN_API_KEYS": adminKey, "APPLE_TIMEOUT_MS": "3000",
                 "RETRY_BASE_MS": "100", "RETRY_MAX_MS": "400",

@@ -26,9 +26,10 @@ final class TestService {
     }
 
     /// Starts the fake (answering as `fake` says, its shared secret also given to the service), creates the
-    /// database `<prefix>_<random>` and the catalog file; `environment` overrides the defaults.
+    /// database `<prefix>_<random>` and the catalog file; `environment` overrides the defaults. With
+    /// `serverAPI` the service gets the fake's Server API key and trusts the fake's signing root.
     static func prepare(_ prefix: String, catalog: String, bundleID: String, fake configuration: FakeAppStoreConfiguration,
-                        environment overrides: [String: String]) async throws -> TestService {
+                        serverAPI: Bool = false, environment overrides: [String: String]) async throws -> TestService {
         let fake = FakeAppStore(configuration: configuration)
         let fakePort = try fake.start(port: 0)
         let name = prefix + "_" + randomToken()
@@ -45,6 +46,17 @@ final class TestService {
             "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox/verifyReceipt",
         ]
         environment["APPLE_SHARED_SECRET"] = configuration.sharedSecret
+        if serverAPI {
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name).p8")
+            let rootFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-root.der")
+            try Data((fake.serverAPIKey.pemRepresentation + "\n").utf8).write(to: keyFile)
+            try Data(fake.signingChain.rootDER).write(to: rootFile)
+            environment.merge([
+                "APPLE_ISSUER_ID": configuration.apiIssuerID, "APPLE_KEY_ID": configuration.apiKeyID, "APPLE_PRIVATE_KEY_FILE": keyFile.path,
+                "APPLE_ROOT_CERTIFICATES": rootFile.path, "APPLE_API_URL_PRODUCTION": "http://127.0.0.1:\(fakePort)",
+                "APPLE_API_URL_SANDBOX": "http://127.0.0.1:\(fakePort)/sandbox",
+            ]) { _, new in new }
+        }
         environment.merge(overrides) { _, new in new }
         return TestService(fake: fake, databaseURL: databaseURL, environment: environment, databaseName: name, catalogFile: catalogFile)
     }

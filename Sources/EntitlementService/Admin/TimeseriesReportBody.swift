@@ -1,0 +1,101 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// The bucket width of `GET /v1/admin/reports/timeseries`: PostgreSQL's `date_trunc` unit, in UTC.
+enum ReportInterval: String, Sendable {
+    case day, week, month
+
+    /// Roughly one bucket's length, to bound how many buckets a window makes.
+    var approximateSeconds: TimeInterval {
+        switch self {
+        case .day: 86_400
+        case .week: 7 * 86_400
+        case .month: 2_629_746
+        }
+    }
+
+    /// The most buckets one report answers: a year of days.
+    static let maximumBuckets = 400
+}
+
+/// The body of `GET /v1/admin/reports/timeseries`: purchases, refunds and revenue per bucket, product and
+/// environment (bucketed by purchase date, as the purchase report counts them), and the auto-renewable
+/// subscriptions active at each bucket's end with a monthly-revenue (MRR) estimate. Sandbox is never added to
+/// Production.
+struct TimeseriesReportBody: Encodable {
+    var from: Date
+    var to: Date
+    var interval: ReportInterval
+    var environment: StoreEnvironment?
+    /// Every bucket's start in the window, oldest first, whether or not anything happened in it.
+    var periods: [Date]
+    var points: [Point]
+    var subscriptions: [Subscriptions]
+
+    /// One product in one environment in one bucket.
+    struct Point: Encodable {
+        var periodStart: Date
+        var productID: String
+        var environment: String
+        var purchases: Int
+        /// Of those purchases, the ones Apple has since refunded or revoked.
+        var refunded: Int
+        var units: Int
+        /// The catalog price × the units not refunded, a decimal string; nil without a catalog price.
+        var revenue: String?
+        var priceCurrency: String?
+
+        enum CodingKeys: String, CodingKey {
+            case periodStart = "period_start", productID = "product_id", environment, purchases, refunded, units, revenue
+            case priceCurrency = "price_currency"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(RFC3339.string(from: periodStart), forKey: .periodStart)
+            try container.encode(productID, forKey: .productID)
+            try container.encode(environment, forKey: .environment)
+            try container.encode(purchases, forKey: .purchases)
+            try container.encode(refunded, forKey: .refunded)
+            try container.encode(units, forKey: .units)
+            try container.encode(revenue, forKey: .revenue)
+            try container.encode(priceCurrency, forKey: .priceCurrency)
+        }
+    }
+
+    /// The subscriptions of one environment active at the end of one bucket (or at `to` for the last).
+    struct Subscriptions: Encodable {
+        var periodStart: Date
+        var environment: String
+        var activeSubscriptions: Int
+        /// Each active subscription's catalog price scaled to a month by its current period's length, summed;
+        /// a decimal string, nil when no active subscription has a catalog price.
+        var mrr: String?
+
+        enum CodingKeys: String, CodingKey {
+            case periodStart = "period_start", environment, activeSubscriptions = "active_subscriptions", mrr
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(RFC3339.string(from: periodStart), forKey: .periodStart)
+            try container.encode(environment, forKey: .environment)
+            try container.encode(activeSubscriptions, forKey: .activeSubscriptions)
+            try container.encode(mrr, forKey: .mrr)
+        }
+    }
+
+    enum CodingKeys: String, CodingKey { case from, to, interval, environment, periods, points, subscriptions }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(RFC3339.string(from: from), forKey: .from)
+        try container.encode(RFC3339.string(from: to), forKey: .to)
+        try container.encode(interval.rawValue, forKey: .interval)
+        try container.encode(environment?.rawValue, forKey: .environment)
+        try container.encode(periods.map { RFC3339.string(from: $0) }, forKey: .periods)
+        try container.encode(points, forKey: .points)
+        try container.encode(subscriptions, forKey: .subscriptions)
+    }
+}

@@ -1,0 +1,22 @@
+/// The access log: one `http_request` line per request, routed or rejected, at `info`:
+/// `request_id`, `method`, `route`, `status` (`aborted` when a handler dropped the connection), then
+/// `duration_ms` (handler time) for a routed request or `detail` (why) for a rejected one.
+public struct HTTPAccessLog: HTTPExchangeObserver {
+    public init() {}
+
+    public func observe(_ exchange: HTTPExchange) {
+        Self.line(exchange)?.emit()
+    }
+
+    /// The line of `exchange`; nil when `info` is not logged.
+    nonisolated static func line(_ exchange: HTTPExchange) -> Log.Line? {
+        guard var line = Log.Line(.info, "http_request") else { return nil }
+        line.add("request_id", exchange.requestID)
+        line.add("method", exchange.method)
+        line.add("route", exchange.route)
+        if let status = exchange.status { line.add("status", status) } else { line.add("status", "aborted") }
+        if let nanoseconds = exchange.nanoseconds { line.add("duration_ms", milliseconds: nanoseconds) }
+        if let detail = exchange.detail { line.add("detail", detail) }
+        return line
+    }
+}

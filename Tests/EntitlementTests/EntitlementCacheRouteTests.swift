@@ -1,0 +1,132 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+@testable import ServiceRuntime
+
+/// The entitlement cache as the service runs it: `GET /v1/users/{user_id}/entitlements` through the real
+/// HTTP service, writes through the admin routes (behind `ChangeBarrier`), the listener on the real database.
+@Suite struct EntitlementCacheRouteTests {
+    /// How many write-then-read alternations the stale-read test makes.
+    static let alternations = 1_000
+
+    static func grant(_ service: AdminHarness, _ user: String, _ fields: [String: Any] = [:]) async throws -> String {
+        let body = ["entitlement": "premium", "reason": "cache test"].merging(fields) { _, new in new }
+        let reply = try await service.call("POST", "/v1/admin/users/\(user)/grants", body: AdminHarness.json(body))
+        guard reply.status == 201, let id = reply.object["grant_id"] as? String else { throw TestSetupError("grant answered \(reply)") }
+        return id
+    }
+
+    static func isActive(_ service: AdminHarness, _ user: String, at: Date? = nil) async throws -> Bool {
+        try await service.entitlement("premium", of: user, at: at)?["active"] as? Bool == true
+    }
+
+    @Loop static func cache(_ service: AdminHarness) throws -> EntitlementCache {
+        try #require(service.application).cache
+    }
+
+    /// Once a write has answered, every read on the same instance sees it: a grant, then its revocation,
+    /// each read twice (the first fills the cache, the second is answered from it).
+    @Test @Loop func theWritingInstanceNeverReadsStale() async throws {
+        try await AdminHarness.run { service in
+            let cache = try Self.cache(service)
+            #expect(await eventually(timeout: 10) { cache.isServing })
+            let user = "alternating-" + randomToken()
+            let hits = cache.hits
+            var stale = 0
+            for _ in 0..<(Self.alternations / 2) {
+                let id = try await Self.grant(service, user)
+                for _ in 0..<2 where try await !Self.isActive(service, user) { stale += 1 }
+                let revoked = try await service.call("DELETE", "/v1/admin/grants/\(id)")
+                #expect(revoked.status == 200, "\(revoked)")
+                for _ in 0..<2 where try await Self.isActive(service, user) { stale += 1 }
+            }
+            #expect(stale == 0)
+            #expect(cache.hits - hits == Self.alternations, "the second read of each pair was a hit")
+        }
+    }
+
+    /// While the listener is down the cache serves nothing (every read goes to the database); once it
+    /// listens again, answers are kept and served again.
+    @Test @Loop func aLostListenerStopsTheCacheUntilItIsBack() async throws {
+        try await AdminHarness.run { service in
+            let cache = try Self.cache(service)
+            let listener = try #require(service.application).listener
+            #expect(await eventually(timeout: 10) { cache.isServing })
+            let user = "listener-" + randomToken()
+            _ = try await Self.grant(service, user)
+            #expect(try await Self.isActive(service, user))
+            let filled = cache.hits
+            #expect(try await Self.isActive(service, user))
+            #expect(cache.hits == filled + 1)
+
+            // Keep the listener from reconnecting, then cut its connection.
+            let name = try #require(service.databaseURL.split(separator: "/").last.map(String.init))
+            let server = try await PostgresConnection.connect(try TestDatabase.url())
+            defer { server.close() }
+            _ = try await server.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+            _ = try await server.query("SELECT pg_terminate_backend($1::int)", Int(try #require(listener.backendPID)))
+            #expect(await eventually(timeout: 10) { !cache.isServing })
+            let (hits, misses) = (cache.hits, cache.misses)
+            for _ in 0..<5 { #expect(try await Self.isActive(service, user)) }
+            #expect(cache.hits == hits && cache.misses == misses + 5 && cache.count == 0)
+
+            _ = try await server.query("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+            #expect(await eventually(timeout: 15) { cache.isServing })
+            #expect(try await Self.isActive(service, user))
+            #expect(try await Self.isActive(service, user))
+            #expect(cache.hits == hits + 1)
+        }
+    }
+
+    /// A read with `at` never comes from the cache, even for a user whose present answer is held.
+    @Test @Loop func readsAtAnInstantBypassTheCache() async throws {
+        try await AdminHarness.run { service in
+            let cache = try Self.cache(service)
+            #expect(await eventually(timeout: 10) { cache.isServing })
+            let user = "at-" + randomToken()
+            _ = try await Self.grant(service, user)
+            #expect(try await Self.isActive(service, user))
+            #expect(try await Self.isActive(service, user))
+            let (hits, misses) = (cache.hits, cache.misses)
+            #expect(try await !Self.isActive(service, user, at: Date().addingTimeInterval(-3_600)))
+            #expect(try await Self.isActive(service, user, at: Date().addingTimeInterval(60)))
+            #expect(cache.hits == hits && cache.misses == misses)
+        }
+    }
+
+    /// An answer held until an entitlement ends by time alone is not served past that end, and `as_of` is
+    /// the time of each answer, not of the fill.
+    @Test @Loop func anExpiryByTimeAloneIsNotServedStale() async throws {
+        try await AdminHarness.run { service in
+            let cache = try Self.cache(service)
+            #expect(await eventually(timeout: 10) { cache.isServing })
+            let user = "expiry-" + randomToken()
+            let end = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 2).rounded(.down))
+            _ = try await Self.grant(service, user, ["expires_at": RFC3339.string(from: end)])
+            #expect(try await Self.isActive(service, user))
+            let first = try await service.call("GET", "/v1/users/\(user)/entitlements", key: .app)
+            let hits = cache.hits
+            await LoopTimer.sleep(milliseconds: UInt64(max(0, end.timeIntervalSinceNow * 1_000)) + 1_000)
+            let second = try await service.call("GET", "/v1/users/\(user)/entitlements", key: .app)
+            #expect(cache.hits == hits, "the held answer expired at its validUntil")
+            #expect((second.object["entitlements"] as? [String: Any])?["premium"].flatMap { ($0 as? [String: Any])?["active"] as? Bool } == false)
+            let asOf = [first, second].compactMap { ($0.object["as_of"] as? String).flatMap(RFC3339.date(from:)) }
+            #expect(asOf.count == 2 && asOf[1] > asOf[0])
+        }
+    }
+
+    /// The cached template splices the time of the answer where the fill's `as_of` was.
+    @Test @Loop func templatesSpliceTheTimeOfTheAnswer() throws {
+        let fill = Date(timeIntervalSince1970: 1_800_000_000)
+        let document = EntitlementsDocument(
+            userID: "u", report: EntitlementReport(asOf: fill, entitlements: [:]), consumables: ["coins": 3])
+        let body = HTTPResponse.json(document).body
+        let template = try #require(EntitlementsAnswer.template(of: body, asOf: fill))
+        let later = fill.addingTimeInterval(90)
+        var moved = document
+        moved.asOf = later
+        #expect(EntitlementsAnswer.response(template, at: later).body == HTTPResponse.json(moved).body)
+        #expect(EntitlementsAnswer.template(of: body, asOf: later) == nil)
+    }
+}

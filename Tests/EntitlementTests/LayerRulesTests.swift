@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+/// The rules of ARCHITECTURE.md that a reading of the sources can check: the service's SQL lives in its stores,
+/// the runtime knows nothing of the domain, the model does no I/O, and the executable declares nothing public.
+@Suite struct LayerRulesTests {
+    private static let sources = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // EntitlementTests
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()  // <repo>
+        .appendingPathComponent("Sources", isDirectory: true)
+
+    /// Every Swift file under `Sources/<target>`, by path relative to that folder, with its text.
+    private static func files(of target: String) throws -> [(path: String, text: String)] {
+        let root = sources.appendingPathComponent(target)
+        let enumerator = try #require(FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil))
+        var files: [(String, String)] = []
+        for case let url as URL in enumerator where url.pathExtension == "swift" {
+            files.append((String(url.path.dropFirst(root.path.count + 1)), try String(contentsOf: url, encoding: .utf8)))
+        }
+        #expect(!files.isEmpty, "no sources found under \(root.path)")
+        return files.sorted { $0.0 < $1.0 }
+    }
+
+    /// Lines that are code, not `//` comments.
+    private static func codeLines(_ text: String) -> [Substring] {
+        text.split(separator: "\n").filter { !$0.drop(while: { $0 == " " }).hasPrefix("//") }
+    }
+
+    @Test func theServicesSQLLivesInItsStores() throws {
+        let statement = try Regex(#"\b(SELECT|INSERT INTO|UPDATE [a-z_]+ |DELETE FROM|WITH [a-z_]+ AS \()"#)
+        for (path, text) in try Self.files(of: "EntitlementService") where !path.hasPrefix("Stores/") {
+            for line in Self.codeLines(text) where line.contains(statement) {
+                Issue.record("SQL outside Stores/ in \(path): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
+
+    @Test func theRuntimeAndTheModelStayInTheirLayers() throws {
+        for (path, text) in try Self.files(of: "ServiceRuntime") {
+            for module in ["EntitlementModel", "AppStore", "FakeAppStore", "EntitlementService"] {
+                #expect(!text.contains("import \(module)\n"), "ServiceRuntime/\(path) imports \(module)")
+            }
+        }
+        for (path, text) in try Self.files(of: "EntitlementModel") {
+            for module in ["CUV", "CPostgres", "CCurl", "ServiceRuntime", "Dispatch"] {
+                #expect(!text.contains("import \(module)\n"), "EntitlementModel/\(path) imports \(module)")
+            }
+        }
+    }
+
+    @Test func theExecutableDeclaresNothingPublic() throws {
+        let declaration = try Regex(#"^\s*public\s"#)
+        for (path, text) in try Self.files(of: "EntitlementService") {
+            for line in Self.codeLines(text) where line.contains(declaration) {
+                // A conformance to another target's public protocol must repeat its requirements as public.
+                guard !path.hasSuffix("+HTTPResponseError.swift") else { continue }
+                Issue.record("public in the executable, \(path): \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+    }
+}
