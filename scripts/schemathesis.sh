@@ -85,7 +85,10 @@ cases() {
 
 failed=0
 run app "$APP_KEY" "$EXCLUDE_CHECKS" --exclude-path-regex '^/v1/admin/' || failed=1
-run admin "$ADMIN_KEY" "$EXCLUDE_CHECKS" --include-path-regex '^/v1/admin/' || failed=1
+# The two App Store Server API routes answer 501 without a key (the service here has none) and 503 when Apple
+# does not answer within `wait_ms`: documented 5xx answers, which the Swift end-to-end tests cover instead.
+run admin "$ADMIN_KEY" "$EXCLUDE_CHECKS" --include-path-regex '^/v1/admin/' \
+    --exclude-path-regex '^/v1/admin/users/[^/]+/(apple-orders|refresh)$' || failed=1
 
 app_cases="$(cases app)"
 admin_cases="$(cases admin)"

@@ -65,7 +65,7 @@ final class Application {
                        ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(), catalog: catalog, cache: cache).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: SignedDataVerifier(configuration),
                            db: pool, recorder: receipts.recorder, catalog: catalog)
-            .register(on: router)
+            .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog, events: events).register(on: admin)
         WebhookRoutes(db: pool, delivers: configuration.webhooks != nil).register(on: admin)

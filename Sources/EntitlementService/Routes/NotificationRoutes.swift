@@ -25,8 +25,10 @@ struct NotificationRoutes {
     let catalog: CatalogCache
 
     /// Registered on the router itself: Apple presents no key, the notification proves itself.
-    func register(on router: Router) {
-        router.post("/v1/notifications/app-store") { request, _ in try await receive(request) }
+    /// Registers the route on `apple`: the `/v1` group of Apple's calls (no bearer key; its changes visible
+    /// on this instance once answered, as for every write).
+    func register(on apple: RouterGroup) {
+        apple.post("/notifications/app-store") { request, _ in try await receive(request) }
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
