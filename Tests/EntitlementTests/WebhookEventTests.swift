@@ -111,6 +111,35 @@ struct WebhookEventTests {
         }
     }
 
+    @Test func laterReceiptsNameCancellationUncancellationRenewalAndRefund() async throws {
+        try await ServiceHarness.run { service in
+            var purchase = receipt {
+                $0.addSubscription("com.example.premium.monthly", originalTransactionID: "life-e1", start: now.addingTimeInterval(-86_400),
+                                   period: ISODuration(days: 30))
+            }
+            #expect(try await service.post(purchase, for: "life-user").status == 200)
+            purchase.updateRenewal(originalTransactionID: "life-e1") { $0.willRenew = false }
+            #expect(try await service.post(purchase, for: "life-user").status == 200)
+            purchase.updateRenewal(originalTransactionID: "life-e1") { $0.willRenew = true }
+            #expect(try await service.post(purchase, for: "life-user").status == 200)
+            // An early renewal: a new period of the same subscription that ends later.
+            let renewal = StoreTransaction(transactionID: "life-e2", originalTransactionID: "life-e1", productID: "com.example.premium.monthly",
+                                           purchaseDate: now.addingTimeInterval(-60).wholeMilliseconds,
+                                           expiresDate: now.addingTimeInterval(59 * 86_400).wholeMilliseconds)
+            purchase.inApp.append(renewal)
+            purchase.latestReceiptInfo.append(renewal)
+            #expect(try await service.post(purchase, for: "life-user").status == 200)
+            purchase.cancel(transactionID: "life-e2", at: now.addingTimeInterval(-30))
+            #expect(try await service.post(purchase, for: "life-user").status == 200)
+            let events = try await Self.events(service, user: "life-user")
+            #expect(events.map(\.type) == ["initial_purchase", "cancellation", "uncancellation", "renewal", "refund"])
+            #expect(events.map(\.sequence) == Array(1...5))
+            #expect(events[3].body["transaction_id"] as? String == "life-e2")
+            #expect(events.allSatisfy { $0.body["original_transaction_id"] as? String == "life-e1" })
+            #expect((events[1].entitlements["premium"] as? [String: Any])?["will_renew"] as? Bool == false)
+        }
+    }
+
     @Test func aTransferWritesAnEventForTheNewOwnerAndThePreviousOne() async throws {
         try await ServiceHarness.run { service in
             let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "move-e1", purchased: now) }
