@@ -34,6 +34,10 @@ echo "test database: $TEST_DATABASE_URL" >&2
 scripts/signed-parity/run.sh "$PGDIR/signed-parity" "${SIGNED_PARITY_VENV:-$ROOT/.build/signed-parity-venv}"
 export SIGNED_PARITY_CASES="$PGDIR/signed-parity/cases.json"
 
+# The webhook tests' receiver: the standardwebhooks package from PyPI in a venv of its own (kept in .build).
+WEBHOOK_RECEIVER_PYTHON="$(scripts/webhook-receiver/run.sh "$ROOT/.build/webhook-receiver-venv")"
+export WEBHOOK_RECEIVER_PYTHON
+
 swift build --build-tests
 status=0
 # Serially: several suites measure latency and timeouts, which two cores shared by parallel suites would skew.

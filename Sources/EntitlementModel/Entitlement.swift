@@ -25,7 +25,7 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     /// True while the user has access.
     public var active: Bool { inactiveReason == nil }
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey {
         case active
         case source
         case productID = "product_id"

@@ -33,3 +33,20 @@ struct EntitlementCandidate {
         }
     }
 }
+
+/// One source's claim on an entitlement, as the customer view lists it: what that source alone would give,
+/// and whether it is the claim shown.
+public struct EntitlementClaim: Sendable, Hashable {
+    /// What this source gives (active or not, until when, and the source itself).
+    public var entitlement: Entitlement
+    /// The transaction id of an App Store claim (the latest of its chain or stack), the grant id of a grant.
+    public var identity: String
+    /// True for the claim `GET /v1/users/{user_id}/entitlements` shows; exactly one per name.
+    public var shown: Bool
+
+    public init(entitlement: Entitlement, identity: String, shown: Bool) {
+        self.entitlement = entitlement
+        self.identity = identity
+        self.shown = shown
+    }
+}

@@ -62,6 +62,47 @@ public enum EntitlementEvaluator {
     public static func evaluate(
         transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant], catalog: Catalog, at: Date
     ) -> EntitlementReport {
+        let (candidates, unknownProducts) = candidates(
+            transactions: transactions, renewals: renewals, grants: grants, catalog: catalog, at: at)
+        var best: [String: EntitlementCandidate] = [:]
+        for candidate in candidates {
+            if let current = best[candidate.name], !candidate.outranks(current) { continue }
+            best[candidate.name] = candidate
+        }
+        var report = EntitlementReport(asOf: at, entitlements: best.mapValues(\.entitlement),
+                                       unknownProducts: unknownProducts.sorted())
+        report.nextInputChange = nextInputDate(transactions: transactions, renewals: renewals, grants: grants, after: at)
+        return report
+    }
+
+    /// Each source's claim on each entitlement name at `at` (the same input as
+    /// ``evaluate(transactions:renewals:grants:catalog:at:)``): per name, the best claim of every purchase (an
+    /// `original_transaction_id`) and every grant, best first, so the first is the one `evaluate` shows.
+    public static func claims(
+        transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant], catalog: Catalog, at: Date
+    ) -> [String: [EntitlementClaim]] {
+        let candidates = candidates(transactions: transactions, renewals: renewals, grants: grants, catalog: catalog, at: at).candidates
+        return Dictionary(grouping: candidates, by: \.name).mapValues { claims in
+            var bestPerSource: [String: EntitlementCandidate] = [:]
+            for claim in claims {
+                let source: String
+                switch claim.entitlement.source {
+                case .appStore(let purchase): source = "app_store:" + purchase.originalTransactionID
+                case .grant(let id, _): source = "grant:" + id
+                }
+                if let current = bestPerSource[source], !claim.outranks(current) { continue }
+                bestPerSource[source] = claim
+            }
+            return bestPerSource.values.sorted { $0.outranks($1) }.enumerated().map { index, candidate in
+                EntitlementClaim(entitlement: candidate.entitlement, identity: candidate.identity, shown: index == 0)
+            }
+        }
+    }
+
+    /// Every claim the input makes at `at`, and the purchased products the catalog does not know.
+    private static func candidates(
+        transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant], catalog: Catalog, at: Date
+    ) -> (candidates: [EntitlementCandidate], unknownProducts: Set<String>) {
         var unknownProducts = Set<String>()
         var subscriptionChains: [String: [OwnedTransaction]] = [:]
         var nonRenewing: [(OwnedTransaction, Product)] = []
@@ -91,16 +132,7 @@ public enum EntitlementEvaluator {
             chains: subscriptionChains, renewals: renewalsByChain, catalog: catalog, at: at)
         candidates += nonRenewingCandidates(nonRenewing, at: at)
         candidates += grants.compactMap { grantCandidate($0, at: at) }
-
-        var best: [String: EntitlementCandidate] = [:]
-        for candidate in candidates {
-            if let current = best[candidate.name], !candidate.outranks(current) { continue }
-            best[candidate.name] = candidate
-        }
-        var report = EntitlementReport(asOf: at, entitlements: best.mapValues(\.entitlement),
-                                       unknownProducts: unknownProducts.sorted())
-        report.nextInputChange = nextInputDate(transactions: transactions, renewals: renewals, grants: grants, after: at)
-        return report
+        return (candidates, unknownProducts)
     }
 
     /// The earliest date after `at` carried by the input itself (a purchase, refund, expiry, end of grace,

@@ -32,7 +32,9 @@ import Testing
             let pool = PostgresPool(conninfo: "host=/nonexistent dbname=none", connectTimeoutMs: 1_000)
             let keys = APIKeys(appKeys: [], adminKeys: [Self.adminKey])
             let admin = router.group("/v1", KeyAuthentication(keys: keys)).group("/admin", AdminScope())
-            AdminRoutes(db: pool, catalog: CatalogCache(db: pool), report: reports).register(on: admin)
+            let catalog = CatalogCache(db: pool)
+            AdminRoutes(db: pool, catalog: catalog, events: EventRecorder(catalog: catalog, delivers: false), report: reports)
+                .register(on: admin)
         }
     }
 

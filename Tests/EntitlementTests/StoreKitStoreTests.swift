@@ -118,7 +118,8 @@ struct StoreKitStoreTests {
 
     @Test func theNewestSignedStatementDecidesARefundAndAReceiptOnlyAddsOne() async throws {
         try await TestDatabase.withMigratedDatabase { _, pool in
-            let recorder = PurchaseRecorder(db: pool, restorePolicy: .transfer)
+            let recorder = PurchaseRecorder(db: pool, restorePolicy: .transfer,
+                                            events: EventRecorder(catalog: CatalogCache(db: pool), delivers: false))
             let catalog = try Catalog(json: Data(ServiceHarness.catalog.utf8))
             let t = { (seconds: Double) in Date(timeIntervalSince1970: 1_800_000_000 + seconds) }
             let record = { (transaction: StoreTransaction) in

@@ -17,6 +17,8 @@ final class Application {
     /// Hears the database's change announcements (and barriers' tokens) for `cache`.
     let listener: PostgresListener
     private let workers: [PeriodicWorker]
+    /// Sends events to `WEBHOOK_URL`; nil without it (events are recorded, not sent).
+    let webhooks: WebhookDispatcher?
     private var signals: [SignalWatcher] = []
     private let lagMonitor = LoopLagMonitor()
     private var stopping = false
@@ -49,8 +51,9 @@ final class Application {
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
         let verifier = AppStoreClient(http: http, settings: AppStoreSettings(configuration))
         let retry = RetrySchedule(baseMs: configuration.retryBaseMs, maxMs: configuration.retryMaxMs)
+        let events = EventRecorder(catalog: catalog, delivers: configuration.webhooks != nil)
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
-                                  retry: retry, appleTimeoutMs: configuration.appleTimeoutMs)
+                                  retry: retry, appleTimeoutMs: configuration.appleTimeoutMs, events: events)
 
         // `/v1` wants an app or admin key, its answers are never cached by clients, and its changes are visible
         // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
@@ -63,15 +66,17 @@ final class Application {
                               ChangeBarrier(cache: cache))
         SystemRoutes(db: pool).register(on: router)
         ConsoleRoutes().register(on: router)
-        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: LedgerStore(), orders: OrderStore(), catalog: catalog,
-                       cache: cache).register(on: v1)
+        PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(),
+                       catalog: catalog, cache: cache).register(on: v1)
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
                            catalog: catalog, lease: Self.notificationLease)
             .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
-        AdminRoutes(db: pool, catalog: catalog).register(on: admin)
+        AdminRoutes(db: pool, catalog: catalog, events: events).register(on: admin)
         NotificationAdminRoutes(db: pool).register(on: admin)
+        WebhookRoutes(db: pool, delivers: configuration.webhooks != nil).register(on: admin)
+        CustomerRoutes(view: CustomerView(db: pool, catalog: catalog)).register(on: admin)
         var serverAPI: ServerAPIClient?
         var sync: AppleAccountSync?
         if let settings = ServerAPISettings(configuration) {
@@ -90,7 +95,10 @@ final class Application {
             RetryBacklog.make(submissions: receipts.submissions, db: pool, intervalMs: 5_000),
             NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, lease: Self.notificationLease,
                                     intervalMs: 500),
+            ExpirationWorker.make(db: pool, events: events, intervalMs: 500),
         ]
+        let pool = pool
+        webhooks = configuration.webhooks.map { WebhookDispatcher(db: pool, settings: $0, conninfo: databaseURL) }
         registerMetrics()
     }
 
@@ -100,6 +108,7 @@ final class Application {
         listener.start()
         let port = try socket.map(server.start(socket:)) ?? server.start()
         for worker in workers { worker.start() }
+        webhooks?.start()
         lagMonitor.start()
         Log.info("serving", ["address": configuration.listenAddress, "port": port, "pid": getpid()])
         return port
@@ -114,6 +123,7 @@ final class Application {
         receipts.beginShutdown()
         await server.shutdown()
         for worker in workers { await worker.stop() }
+        await webhooks?.stop()
         await receipts.releaseClaims()
         await listener.stop()
         await pool.close()
@@ -148,5 +158,7 @@ final class Application {
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
         ProcessMetrics.register(on: Metrics.shared)
         cache.registerMetrics(on: Metrics.shared)
+        guard let webhooks else { return }
+        Metrics.shared.gauge("webhook_deliveries_in_flight", "Webhook requests in flight in this process") { Double(webhooks.inFlightCount) }
     }
 }

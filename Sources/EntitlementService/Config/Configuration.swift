@@ -1,4 +1,5 @@
 import AppStore
+import EntitlementModel
 import ServiceRuntime
 import Foundation
 import SwiftASN1
@@ -46,6 +47,8 @@ struct Configuration: Sendable {
     var entitlementCacheSize: Int
     /// The App Store Server API: its key (when configured), URLs and the notification history interval.
     var appleServerAPI: ServerAPIConfiguration
+    /// Where events are sent, and how; nil without `WEBHOOK_URL` (events are recorded, not sent).
+    var webhooks: WebhookSettings?
 
     static let caBundleDefault = "/etc/ssl/certs/ca-certificates.crt"
     static let appleProductionDefault = "https://buy.itunes.apple.com/verifyReceipt"
@@ -96,6 +99,7 @@ struct Configuration: Sendable {
         migrationsDirectory = reader.string("MIGRATIONS_DIR")
         entitlementCacheSize = try reader.int("ENTITLEMENT_CACHE_SIZE", default: 100_000, in: 0...10_000_000)
         appleServerAPI = try ServerAPIConfiguration(reader, bundleID: appleBundleID)
+        webhooks = try WebhookSettings(reader)
     }
 
     /// Settings that are valid but leave part of the service unusable, for `serve` to warn about once at

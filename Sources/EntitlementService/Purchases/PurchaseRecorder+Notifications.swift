@@ -58,48 +58,60 @@ extension PurchaseRecorder {
     /// Applies a stored notification that is still `received`, in a transaction of its own holding the locks of
     /// its purchases: recorded for the owner of each purchase (a user whose token a transaction carries, else the
     /// recorded owner), then marked `applied` with the owner of its purchase, or `parked` when that purchase has
-    /// none. Returns that owner (nil: parked), or nil without change when another caller applied it first.
+    /// none; the webhook events of the users it changed are written in the same transaction. Returns that owner
+    /// (nil: parked), or nil without change when another caller applied it first.
     func applyReceived(_ notification: StoredNotification, catalog: Catalog) async throws -> NotificationApplication? {
         let facts = try NotificationFacts(notification)
+        let purchases = facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }
         return try await db.transaction { connection in
-            try await owners.lockPurchases(facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }, on: connection)
+            try await owners.lockPurchases(purchases, on: connection)
             guard try await notifications.lockReceived(notification.uuid, on: connection) != nil else { return nil }
-            return NotificationApplication(owner: try await apply(notification, facts, catalog: catalog, on: connection))
+            let watch = try await events.watch(
+                try await usersConcerned(purchases: purchases, tokens: facts.transactions.compactMap(\.accountToken), poster: nil,
+                                         on: connection),
+                catalog: catalog, now: Date(), on: connection)
+            let (owner, effects) = try await apply(notification, facts, catalog: catalog, on: connection)
+            try await finishEvents(watch, effects, report: notification, catalog: catalog, on: connection)
+            return NotificationApplication(owner: owner)
         }
     }
 
     /// The parked notifications of a purchase that just got its first owner, applied oldest signed first in the
-    /// caller's transaction (which holds the purchase's lock).
-    func applyParked(of originalTransactionID: String, catalog: Catalog, on connection: PostgresConnection) async throws {
+    /// caller's transaction (which holds the purchase's lock and watches its owner); returns what they recorded.
+    func applyParked(of originalTransactionID: String, catalog: Catalog, on connection: PostgresConnection) async throws -> RecordingEffects {
+        var effects = RecordingEffects(transactions: [])
         for notification in try await notifications.lockParked(of: originalTransactionID, on: connection) {
             let facts = try NotificationFacts(notification).only(originalTransactionID)
-            let owner = try await apply(notification, facts, catalog: catalog, on: connection)
+            let (owner, applied) = try await apply(notification, facts, catalog: catalog, on: connection)
+            effects.add(applied)
             Log.info("app_store_notification_unparked", ["notification_uuid": notification.uuid, "original_transaction_id": originalTransactionID,
                                                         "applied": owner != nil])
         }
+        return effects
     }
 
     /// Records `facts` for the owners of their purchases and settles the notification; returns the owner of its
-    /// own purchase (nil: parked).
+    /// own purchase (nil: parked) and what was recorded.
     private func apply(_ notification: StoredNotification, _ facts: NotificationFacts, catalog: Catalog,
-                       on connection: PostgresConnection) async throws -> String? {
+                       on connection: PostgresConnection) async throws -> (owner: String?, effects: RecordingEffects) {
         let tokenUsers = try await tokens.users(of: Set(facts.transactions.compactMap(\.accountToken)), on: connection)
         var purchaseOwners = facts.purchaseIDs.isEmpty ? [:] : try await owners.owners(of: facts.purchaseIDs, on: connection)
         for transaction in facts.transactions where purchaseOwners[transaction.originalTransactionID] == nil {
             purchaseOwners[transaction.originalTransactionID] = transaction.accountToken.flatMap { tokenUsers[$0] }
         }
+        var effects = RecordingEffects(transactions: [])
         for (owner, ids) in Dictionary(grouping: purchaseOwners.keys, by: { purchaseOwners[$0]! }).sorted(by: { $0.key < $1.key }) {
             let purchases = Set(ids)
-            _ = try await record(
+            effects.add(try await record(
                 transactions: facts.transactions.filter { purchases.contains($0.originalTransactionID) },
                 renewals: facts.renewals.filter { purchases.contains($0.originalTransactionID) },
                 latestReceipt: facts.latestReceipt, environment: facts.environment, catalog: catalog,
                 context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", claim: nil, orderID: nil),
-                on: connection)
+                on: connection))
         }
         let owner = notification.originalTransactionID.flatMap { purchaseOwners[$0] }
         try await notifications.settle(notification.uuid, owner: owner, on: connection)
-        return owner
+        return (owner, effects)
     }
 }
 

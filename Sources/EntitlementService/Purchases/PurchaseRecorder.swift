@@ -14,6 +14,23 @@ struct ClaimSuperseded: Error, Sendable {
     var verificationID: UUID
 }
 
+/// What the steps of a recording did over one database transaction (a report and the parked notifications it
+/// unparked), for the answer and the webhook events.
+struct RecordingEffects: Sendable {
+    /// Every transaction recorded.
+    var transactions: [StoreTransaction]
+    /// Those stored for the first time.
+    var newTransactionIDs: Set<String> = []
+    /// Purchases moved between users, in purchase order.
+    var transfers: [(from: String, to: String)] = []
+
+    mutating func add(_ other: RecordingEffects) {
+        transactions += other.transactions
+        newTransactionIDs.formUnion(other.newTransactionIDs)
+        transfers += other.transfers
+    }
+}
+
 /// What recording a verified receipt changed, for the answer to the client.
 struct RecordedPurchases: Sendable {
     /// Previous owners of purchases that moved to the poster (`transferred_from`).
@@ -31,11 +48,15 @@ struct RecordedPurchases: Sendable {
 /// count anything twice; a conflict under `keep` rolls everything back. The decisions are made here; the
 /// stores run the statements. Each recording first locks its purchases (`OwnerStore.lockPurchases`), as every
 /// application of a notification does, so that a purchase that gets its first owner here has its parked
-/// notifications applied in the same transaction and none is parked meanwhile.
+/// notifications applied in the same transaction and none is parked meanwhile; with the purchases locked, their
+/// owners cannot change under it, so the users it may change are known before it changes anything. Their webhook
+/// events (the purchases' owners, the poster, the users of the tokens the transactions carry, both sides of a
+/// transfer) are written in the same transaction.
 @Loop
 struct PurchaseRecorder {
     let db: PostgresPool
     let restorePolicy: RestorePolicy
+    let events: EventRecorder
     let submissions = SubmissionStore()
     let transactionStore = TransactionStore()
     let owners = OwnerStore()
@@ -69,30 +90,41 @@ struct PurchaseRecorder {
     /// - Throws: `OwnershipConflict` under `keep`; `ClaimSuperseded` when the context's lease no longer holds.
     func record(transactions: [StoreTransaction], renewals: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
                 environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
-        try await db.transaction { connection in
+        let effects = try await db.transaction { connection in
             if let claim = context.claim, try await !submissions.lockForRecording(claim, on: connection) {
                 throw ClaimSuperseded(verificationID: claim.verificationID)
             }
-            try await owners.lockPurchases(transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID), on: connection)
-            let recorded = try await record(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
-                                            environment: environment, catalog: catalog, context: context, on: connection)
+            let purchases = transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID)
+            try await owners.lockPurchases(purchases, on: connection)
+            let watch = try await events.watch(
+                try await usersConcerned(purchases: purchases, tokens: transactions.compactMap(\.accountToken), poster: context.poster,
+                                         on: connection),
+                catalog: catalog, now: Date(), on: connection)
+            let effects = try await record(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
+                                           environment: environment, catalog: catalog, context: context, on: connection)
             if let claim = context.claim {
                 try await submissions.markVerified(claim, appleStatus: appleStatus, environment: environment, on: connection)
             }
-            return recorded
+            try await finishEvents(watch, effects, report: nil, catalog: catalog, on: connection)
+            return effects
         }
+        return RecordedPurchases(transferredFrom: Array(Set(effects.transfers.map(\.from))).sorted(),
+                                 newTransactions: effects.newTransactionIDs.count)
     }
 
-    /// The steps of a recording, in the caller's transaction, which holds the locks of these purchases. Purchases
-    /// that get their first owner here have their parked notifications applied too, oldest signed first.
+    /// The steps of a recording, in the caller's transaction, which holds the locks of these purchases and watches
+    /// the users they may change (``usersConcerned(purchases:tokens:poster:on:)``). Purchases that get their first
+    /// owner here have their parked notifications applied too, oldest signed first.
     func record(transactions: [StoreTransaction], renewals renewalList: [RenewalInfo], latestReceipt: String?,
                 environment: StoreEnvironment, catalog: Catalog, context: Context,
-                on connection: PostgresConnection) async throws -> RecordedPurchases {
+                on connection: PostgresConnection) async throws -> RecordingEffects {
         let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
         let credits = Self.consumableCredits(transactions, catalog: catalog)
-        let inserted = try await transactionStore.record(transactions, environment: environment,
-                                                         firstVerificationID: context.claim?.verificationID, on: connection)
+        var effects = RecordingEffects(transactions: transactions)
+        effects.newTransactionIDs = try await transactionStore.record(transactions, environment: environment,
+                                                                      firstVerificationID: context.claim?.verificationID, on: connection)
         let (transfers, claimed) = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
+        effects.transfers = transfers
         let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
         try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
         try await ledger.credit(credits, on: connection)
@@ -100,18 +132,44 @@ struct PurchaseRecorder {
         try await ledger.creditReversals(credits.map(\.transactionID), on: connection)
         try await fulfilOrders(transactions, context: context, on: connection)
         for id in claimed {
-            try await applyParked(of: id, catalog: catalog, on: connection)
+            effects.add(try await applyParked(of: id, catalog: catalog, on: connection))
         }
-        return RecordedPurchases(transferredFrom: transfers, newTransactions: inserted)
+        return effects
     }
 
-    /// Decides and applies the owner of every purchase in the receipt; returns the previous owners of moved ones
-    /// and the purchases that got their first owner.
+    /// Every user a recording about `purchases` may change, known before it changes anything because the caller
+    /// holds the purchases' locks: their owners now, the users of the `app_account_token`s the transactions carry
+    /// (a user's own, an order's buyer), and the poster.
+    func usersConcerned(purchases: [String], tokens: [UUID], poster: String?, on connection: PostgresConnection) async throws -> Set<String> {
+        var users = Set(poster.map { [$0] } ?? [])
+        if !purchases.isEmpty { users.formUnion(try await owners.owners(of: Set(purchases).sorted(), on: connection).values) }
+        if !tokens.isEmpty { users.formUnion(try await self.tokens.users(of: Set(tokens), on: connection).values) }
+        return users
+    }
+
+    /// Writes the webhook events of a recording's users: both sides of each transfer by it, the others by Apple's
+    /// report (`report` names the notification, when one was applied).
+    func finishEvents(_ watch: EventRecorder.Watch, _ effects: RecordingEffects, report notification: StoredNotification?,
+                      catalog: Catalog, on connection: PostgresConnection) async throws {
+        let purchases = Set(effects.transactions.map(\.originalTransactionID)).sorted()
+        let ownersNow = purchases.isEmpty ? [:] : try await owners.owners(of: purchases, on: connection)
+        let report = AppStoreReport(transactions: effects.transactions, newTransactionIDs: effects.newTransactionIDs,
+                                    notificationType: notification?.type, subtype: notification?.subtype,
+                                    productTypes: catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
+        try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in
+            if let moved = effects.transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from) }
+            if let moved = effects.transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to) }
+            return .appStore(report)
+        }, on: connection)
+    }
+
+    /// Decides and applies the owner of every purchase in the receipt; returns the moves made and the purchases
+    /// that got their first owner.
     ///
     /// A purchase carrying an `app_account_token` this service issued (a user's, or an order's) belongs to that
     /// token's user, whoever posts it.
     private func applyOwnership(_ transactions: [StoreTransaction], catalog: Catalog, context: Context,
-                                on connection: PostgresConnection) async throws -> (transferredFrom: [String], claimed: [String]) {
+                                on connection: PostgresConnection) async throws -> (transfers: [(from: String, to: String)], claimed: [String]) {
         let buyers = try await tokens.users(of: Set(transactions.compactMap(\.accountToken)), on: connection)
         var purchases: [String: (orderUser: String?, consumable: Bool)] = [:]
         for transaction in transactions {
@@ -127,7 +185,7 @@ struct PurchaseRecorder {
         guard context.movesOwnership else { return ([], claimed) }
         let current = try await owners.owners(of: purchases.keys.sorted(), locking: true, on: connection)
 
-        var transferredFrom: [String] = []
+        var transfers: [(from: String, to: String)] = []
         for (id, owner) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id], !purchase.consumable else { continue }  // credits stay where they were made
             switch OwnershipRules.decide(currentOwner: owner, poster: context.poster, orderUser: purchase.orderUser,
@@ -142,10 +200,10 @@ struct PurchaseRecorder {
                                               before: try PostgresJSON(encoding: ["user_id": from]),
                                               after: try PostgresJSON(encoding: ["user_id": to]), on: connection)
                 Log.info("ownership_transfer", ["original_transaction_id": id, "from": from, "to": to])
-                transferredFrom.append(from)
+                transfers.append((from, to))
             }
         }
-        return (Array(Set(transferredFrom)).sorted(), claimed)
+        return (transfers, claimed)
     }
 
     /// Marks orders fulfilled: by the `app_account_token` their purchase carries, or by the `order_id` the

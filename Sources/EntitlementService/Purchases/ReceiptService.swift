@@ -35,9 +35,9 @@ final class ReceiptService {
     private var shuttingDown = false
 
     init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
-         retry: RetrySchedule, appleTimeoutMs: Int) {
+         retry: RetrySchedule, appleTimeoutMs: Int, events: EventRecorder) {
         self.db = db
-        recorder = PurchaseRecorder(db: db, restorePolicy: restorePolicy)
+        recorder = PurchaseRecorder(db: db, restorePolicy: restorePolicy, events: events)
         self.catalog = catalog
         self.verifier = verifier
         self.retry = retry

@@ -9,13 +9,14 @@ import Foundation
 struct AdminRoutes {
     let db: PostgresPool
     let catalog: CatalogCache
+    let events: EventRecorder
     /// The audit log's reads; a stand-in lets a route test run without PostgreSQL.
     var audit: any AuditReading = AuditStore()
     /// The purchase report's reads; a stand-in lets a route test run without PostgreSQL.
     var report: any ReportReading = ReportStore()
 
     func register(on admin: RouterGroup) {
-        let grants = GrantEditor(db: db)
+        let grants = GrantEditor(db: db, events: events)
         let editor = CatalogEditor(db: db, catalog: catalog)
         admin.post("/users/{user_id}/grants") { request, context in try await createGrant(try context.caller, request, context, grants) }
         admin.delete("/grants/{grant_id}") { request, context in try await revokeGrant(try context.caller, request, context, grants) }

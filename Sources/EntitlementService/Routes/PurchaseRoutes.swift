@@ -9,7 +9,7 @@ struct PurchaseRoutes {
     let db: PostgresPool
     let receipts: ReceiptService
     let reader: EntitlementReader
-    let ledger: LedgerStore
+    let ledger: ConsumableLedger
     let orders: OrderStore
     let catalog: CatalogCache
     /// Answers of entitlement reads at the present time.
@@ -126,7 +126,7 @@ struct PurchaseRoutes {
         }
         let key = try InputRules.token(body.idempotencyKey, field: "idempotency_key")
         do {
-            let balance = try await ledger.consume(userID: userID, currency: currency, amount: body.amount, idempotencyKey: key, on: db)
+            let balance = try await ledger.consume(userID: userID, currency: currency, amount: body.amount, idempotencyKey: key)
             return .json(ConsumeResult(userID: userID, currency: currency, balance: balance))
         } catch let short as InsufficientBalance {
             throw ProblemError(status: 409, title: "Insufficient balance",

@@ -34,9 +34,7 @@ struct GrantStore {
             SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
               FROM grants WHERE grant_id = $1 FOR UPDATE
             """, [id]).rows
-        return try rows.first.map { row in
-            GrantRecord(grant: try Self.grant(row), createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
-        }
+        return try rows.first.map(Self.record)
     }
 
     /// Marks grant `id` revoked at `revokedAt` by `actor`.
@@ -44,11 +42,16 @@ struct GrantStore {
         _ = try await db.query("UPDATE grants SET revoked_at = $2, revoked_by = $3 WHERE grant_id = $1", [id, revokedAt, actor])
     }
 
-    /// Every grant `userID` was given, revoked and ended ones included, as the entitlement evaluator takes them.
-    func grants(userID: String, on db: some PostgresQueryable) async throws -> [Grant] {
+    /// Every grant `userID` was given, revoked and ended ones included, newest first, with who gave and revoked it.
+    func records(userID: String, on db: some PostgresQueryable) async throws -> [GrantRecord] {
         try await db.query("""
-            SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1
-            """, [userID]).rows.map(Self.grant)
+            SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
+              FROM grants WHERE user_id = $1 ORDER BY created_at DESC, grant_id
+            """, [userID]).rows.map(Self.record)
+    }
+
+    private static func record(_ row: PostgresRow) throws -> GrantRecord {
+        GrantRecord(grant: try grant(row), createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
     }
 
     private static func grant(_ row: PostgresRow) throws -> Grant {

@@ -70,38 +70,33 @@ struct LedgerStore {
             """, [transactionIDs, counteredKind, kind, whenRefunded])
     }
 
-    /// Spends `amount` of `currency` in a transaction of its own; the same key again spends nothing and answers
-    /// the current balance.
+    /// Spends `amount` of `currency` in the caller's transaction (whose connection is `db`); the same key again
+    /// spends nothing and answers the current balance. A concurrent spend with the same key makes the ledger's
+    /// insert fail with a unique violation: the caller's transaction then spent nothing.
     /// - Throws: `InsufficientBalance` when the balance is smaller than `amount`.
-    func consume(userID: String, currency: String, amount: Int, idempotencyKey: String, on pool: PostgresPool) async throws -> Int {
-        do {
-            return try await pool.transaction { connection in
-                if try await !connection.query("""
-                    SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
-                    """, [userID, currency, idempotencyKey]).rows.isEmpty {
-                    return try await balance(userID: userID, currency: currency, on: connection)
-                }
-                let spent = try await connection.query("""
-                    UPDATE consumable_balances SET balance = balance - $3
-                     WHERE user_id = $1 AND currency = $2 AND balance >= $3
-                    RETURNING balance
-                    """, [userID, currency, amount])
-                guard let row = spent.rows.first else {
-                    throw InsufficientBalance(balance: try await balance(userID: userID, currency: currency, on: connection), requested: amount)
-                }
-                _ = try await connection.query("""
-                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, idempotency_key)
-                    VALUES ($1, $2, $3, 'consume', $4)
-                    """, [userID, currency, -amount, idempotencyKey])
-                return try row.int("balance")
-            }
-        } catch let error as PostgresError where error.isUniqueViolation {
-            // The same key raced us and won: it spent once, so we spend nothing.
-            return try await balance(userID: userID, currency: currency, on: pool)
+    func consume(userID: String, currency: String, amount: Int, idempotencyKey: String, on db: some PostgresQueryable) async throws -> Int {
+        if try await !db.query("""
+            SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
+            """, [userID, currency, idempotencyKey]).rows.isEmpty {
+            return try await balance(userID: userID, currency: currency, on: db)
         }
+        let spent = try await db.query("""
+            UPDATE consumable_balances SET balance = balance - $3
+             WHERE user_id = $1 AND currency = $2 AND balance >= $3
+            RETURNING balance
+            """, [userID, currency, amount])
+        guard let row = spent.rows.first else {
+            throw InsufficientBalance(balance: try await balance(userID: userID, currency: currency, on: db), requested: amount)
+        }
+        _ = try await db.query("""
+            INSERT INTO consumable_ledger (user_id, currency, amount, kind, idempotency_key)
+            VALUES ($1, $2, $3, 'consume', $4)
+            """, [userID, currency, -amount, idempotencyKey])
+        return try row.int("balance")
     }
 
-    private func balance(userID: String, currency: String, on db: some PostgresQueryable) async throws -> Int {
+    /// The balance of `currency` (0 without a row).
+    func balance(userID: String, currency: String, on db: some PostgresQueryable) async throws -> Int {
         try await db.query("SELECT balance FROM consumable_balances WHERE user_id = $1 AND currency = $2", [userID, currency])
             .rows.first.map { try $0.int("balance") } ?? 0
     }

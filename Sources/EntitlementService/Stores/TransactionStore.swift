@@ -24,8 +24,8 @@ struct TransactionStore {
     /// receipt's copy of a transaction may predate an extension). The decision reads the stored row: the caller
     /// holds the purchase's lock (`OwnerStore.lockPurchases`), so it cannot change meanwhile.
     func record(_ transactions: [StoreTransaction], environment: StoreEnvironment, firstVerificationID: UUID?,
-                on db: some PostgresQueryable) async throws -> Int {
-        guard !transactions.isEmpty else { return 0 }
+                on db: some PostgresQueryable) async throws -> Set<String> {
+        guard !transactions.isEmpty else { return [] }
         let rows = try await db.query("""
             INSERT INTO app_store_transactions AS t (
                 transaction_id, original_transaction_id, product_id, environment, purchase_date, original_purchase_date,
@@ -64,7 +64,7 @@ struct TransactionStore {
                 app_account_token = COALESCE(t.app_account_token, EXCLUDED.app_account_token),
                 signed_date = EXCLUDED.signed_date,
                 updated_at = now()
-            RETURNING (xmax = 0) AS inserted
+            RETURNING t.transaction_id, (xmax = 0) AS inserted
             """, [
                 transactions.map(\.transactionID), transactions.map(\.originalTransactionID), transactions.map(\.productID),
                 transactions.map(\.purchaseDate), transactions.map(\.originalPurchaseDate), transactions.map(\.expiresDate),
@@ -75,7 +75,7 @@ struct TransactionStore {
                 transactions.map(\.appAccountToken), transactions.map(\.promotionalOfferID), transactions.map(\.signedDate),
                 environment.rawValue, firstVerificationID,
             ])
-        return try rows.rows.filter { try $0.bool("inserted") }.count
+        return Set(try rows.rows.filter { try $0.bool("inserted") }.map { try $0.string("transaction_id") })
     }
 
     /// The transactions of every purchase `userID` owns, newest first.

@@ -9,15 +9,29 @@ struct UserSnapshot: Sendable {
     var grants: [Grant]
     /// Ledger balances by consumable currency.
     var balances: [String: Int]
+
+    /// What the user holds at `at` under `catalog`.
+    func report(catalog: Catalog, at: Date) -> EntitlementReport {
+        EntitlementEvaluator.evaluate(transactions: transactions, renewals: renewals, grants: grants, catalog: catalog, at: at)
+    }
 }
 
 /// The read side of a user's purchases: their transactions and subscriptions (through `purchase_owners`),
-/// grants and consumable balances, in one REPEATABLE READ snapshot (a recording committing in between cannot
-/// show half) sent as one pipelined round trip of prepared statements.
+/// grants and consumable balances, sent as one pipelined round trip of prepared statements.
 @Loop
 struct UserSnapshotStore {
+    /// One REPEATABLE READ snapshot (a recording committing in between cannot show half).
     func snapshot(of userID: String, on pool: PostgresPool) async throws -> UserSnapshot {
-        let results = try await pool.transaction([
+        try Self.decode(try await pool.transaction(Self.statements(userID), isolation: .repeatableRead))
+    }
+
+    /// Read inside the caller's transaction on `connection` (which sees its own uncommitted writes).
+    func snapshot(of userID: String, within connection: PostgresConnection) async throws -> UserSnapshot {
+        try Self.decode(try await connection.pipeline(Self.statements(userID)))
+    }
+
+    private static func statements(_ userID: String) -> [PostgresStatement] {
+        [
             PostgresStatement("""
              SELECT \(TransactionStore.columns)
                FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
@@ -31,7 +45,10 @@ struct UserSnapshotStore {
              """, [userID]),
             PostgresStatement("SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
             PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
-        ], isolation: .repeatableRead)
+        ]
+    }
+
+    private static func decode(_ results: [PostgresResult]) throws -> UserSnapshot {
         let renewals = try results[1].rows.map { row in
             RenewalInfo(
                 originalTransactionID: try row.string("original_transaction_id"),
@@ -43,13 +60,12 @@ struct UserSnapshotStore {
                 gracePeriodExpiresDate: try row.optionalDate("grace_period_expires_date"),
                 priceConsentStatus: try row.optionalInt("price_consent_status"))
         }
-        let grants = try results[2].rows.map(GrantRows.grant)
         var balances: [String: Int] = [:]
         for row in results[3].rows {
             balances[try row.string("currency")] = try row.int("balance")
         }
-        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals, grants: grants,
-                            balances: balances)
+        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals,
+                            grants: try results[2].rows.map(GrantRows.grant), balances: balances)
     }
 }
 

@@ -40,7 +40,8 @@ final class PurchaseStack: ServiceDatabase {
     /// One instance of the receipt service on this database, asking `verifier`.
     func service(_ verifier: ScriptedVerifier, restorePolicy: RestorePolicy = .transfer) -> ReceiptService {
         ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: restorePolicy,
-                       retry: RetrySchedule(baseMs: 100, maxMs: 400), appleTimeoutMs: 3_000)
+                       retry: RetrySchedule(baseMs: 100, maxMs: 400), appleTimeoutMs: 3_000,
+                       events: EventRecorder(catalog: catalog, delivers: false))
     }
 }
 

@@ -1,0 +1,34 @@
+import ServiceRuntime
+import Foundation
+
+/// Spending consumables: the ledger's spend (``LedgerStore/consume(userID:currency:amount:idempotencyKey:on:)``)
+/// and its webhook event in one transaction.
+@Loop
+struct ConsumableLedger {
+    let db: PostgresPool
+    let events: EventRecorder
+    private let ledger = LedgerStore()
+
+    init(db: PostgresPool, events: EventRecorder) {
+        self.db = db
+        self.events = events
+    }
+
+    /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
+    /// - Throws: `InsufficientBalance` when the balance is short.
+    func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
+        let catalog = try await events.catalog.current()
+        do {
+            return try await db.transaction { connection in
+                let watch = try await events.watch([userID], catalog: catalog, now: Date(), on: connection)
+                let balance = try await ledger.consume(userID: userID, currency: currency, amount: amount,
+                                                       idempotencyKey: idempotencyKey, on: connection)
+                try await events.finish(watch, cause: { _ in .consumableSpent(currency: currency) }, on: connection)
+                return balance
+            }
+        } catch let error as PostgresError where error.isUniqueViolation {
+            // The same key raced us and won: it spent once, so we spend nothing.
+            return try await ledger.balance(userID: userID, currency: currency, on: db)
+        }
+    }
+}

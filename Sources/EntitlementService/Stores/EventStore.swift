@@ -1,0 +1,97 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// A user's row of `user_event_heads` as a writing transaction holds it (locked until it ends).
+struct EventHead: Sendable {
+    var userID: String
+    /// The sequence of the user's last event (0 before the first).
+    var lastSequence: Int
+    /// The state the last write left (as GET entitlements shows it); nil when none was ever recorded.
+    var state: EntitlementState?
+    /// When that state next changes with time alone; nil when nothing is due.
+    var nextChangeAt: Date?
+}
+
+/// One event of the customer view: its body as sent, and where its delivery stands.
+struct StoredEvent: Sendable {
+    var sequence: Int
+    var payload: String
+    var delivery: WebhookDeliveryStatus
+}
+
+/// The `user_event_heads` and `webhook_events` tables' writing side: per-user heads (sequence, last state, next
+/// change), locked by every transaction that changes a user's state, and the events written in that
+/// transaction; the expiration worker's claims of due heads; a user's events for the customer view.
+@Loop
+struct EventStore {
+    /// Locks the heads of `userIDs`, creating those missing, in user-id order (every writer locks in that order,
+    /// so two writers of the same users cannot deadlock here).
+    func lockHeads(_ userIDs: [String], on db: some PostgresQueryable) async throws -> [EventHead] {
+        let users = Array(Set(userIDs)).sorted()
+        _ = try await db.query("""
+            INSERT INTO user_event_heads (user_id)
+            SELECT u FROM unnest($1::text[]) AS u ORDER BY u
+            ON CONFLICT (user_id) DO NOTHING
+            """, [users])
+        return try await db.query("""
+            SELECT user_id, last_sequence, state::text AS state, next_change_at FROM user_event_heads
+             WHERE user_id = ANY($1)
+             ORDER BY user_id
+             FOR UPDATE
+            """, [users]).rows.map(Self.head)
+    }
+
+    /// Locks up to `limit` heads whose next change is at or before `now`, skipping those another transaction
+    /// holds, soonest first.
+    func claimDueHeads(limit: Int, now: Date, on db: some PostgresQueryable) async throws -> [EventHead] {
+        try await db.query("""
+            SELECT user_id, last_sequence, state::text AS state, next_change_at FROM user_event_heads
+             WHERE next_change_at <= $1
+             ORDER BY next_change_at
+             LIMIT $2
+             FOR UPDATE SKIP LOCKED
+            """, [now, limit]).rows.map(Self.head)
+    }
+
+    /// Stores `head` (its sequence, state and next change) back.
+    func updateHead(_ head: EventHead, on db: some PostgresQueryable) async throws {
+        let state = try head.state.map { try PostgresJSON(encoding: $0) }
+        _ = try await db.query("""
+            UPDATE user_event_heads SET last_sequence = $2, state = $3::jsonb, next_change_at = $4, updated_at = now()
+             WHERE user_id = $1
+            """, [head.userID, head.lastSequence, state, head.nextChangeAt])
+    }
+
+    /// Inserts `event` with `payload`, the exact bytes to send; `delivery` is `pending` (due at once) or `none`.
+    func insert(_ event: WebhookEvent, payload: String, delivery: WebhookDeliveryStatus, on db: some PostgresQueryable) async throws {
+        let pending = delivery == .pending
+        _ = try await db.query("""
+            INSERT INTO webhook_events (event_id, user_id, sequence, type, created_at, payload, delivery_status,
+                                        pending_since, next_attempt_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+            """, [event.id, event.userID, event.sequence, event.change.type.rawValue, event.createdAt, payload,
+                  delivery.rawValue, pending ? event.createdAt : nil])
+    }
+
+    /// The user's events newest first: at most `limit`, with a sequence below `before` when given.
+    func events(of userID: String, limit: Int, before: Int?, on db: some PostgresQueryable) async throws -> [StoredEvent] {
+        try await db.query("""
+            SELECT sequence, payload, delivery_status FROM webhook_events
+             WHERE user_id = $1 AND sequence < $2
+             ORDER BY sequence DESC
+             LIMIT $3
+            """, [userID, before ?? Int.max, limit]).rows.map { row in
+            StoredEvent(sequence: try row.int("sequence"), payload: try row.string("payload"),
+                        delivery: WebhookDeliveryStatus(rawValue: try row.string("delivery_status")) ?? .none)
+        }
+    }
+
+    private static func head(_ row: PostgresRow) throws -> EventHead {
+        let state = try row.optionalString("state").map {
+            try JSONDecoder().decode(EntitlementState.self, from: Data($0.utf8))
+        }
+        return EventHead(userID: try row.string("user_id"), lastSequence: try row.int("last_sequence"), state: state,
+                         nextChangeAt: try row.optionalDate("next_change_at"))
+    }
+}

@@ -1,0 +1,125 @@
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// A writing transaction found that it changed users it had not watched (a purchase's owner changed between
+/// its look-up and its lock): it rolls back, and runs again watching them too.
+struct EventScopeChanged: Error, Sendable {
+    var users: Set<String>
+}
+
+/// Writes the webhook events of every change to users' entitlements or balances, inside the change's own
+/// transaction: the one place every write path goes through.
+///
+/// A writing transaction reads the catalog (``catalog``) before it begins, calls ``watch(_:catalog:now:on:)`` with the users it may change before it changes anything (this
+/// locks their heads, so their changes follow one another), makes its change, then calls
+/// ``finish(_:affected:cause:on:)``, which evaluates each watched user after the change and writes an event when,
+/// and only when, what GET entitlements answers for them (entitlements and consumables, as written) differs from
+/// what the user's last write left; the event's type comes from the model's `DerivedEntitlementEvent.derive`. A
+/// change that time alone made since then (an end passed, not yet seen by the ``ExpirationWorker``) is written
+/// first, as its own `expiration` event.
+@Loop
+struct EventRecorder {
+    let catalog: CatalogCache
+    /// True when `WEBHOOK_URL` is set: events are written `pending`; otherwise `none` (recorded, never sent).
+    let delivers: Bool
+    private let events = EventStore()
+    private let snapshots = UserSnapshotStore()
+
+    init(catalog: CatalogCache, delivers: Bool) {
+        self.catalog = catalog
+        self.delivers = delivers
+    }
+
+    /// The users a transaction is about to change, locked, with what each held before the change.
+    struct Watch {
+        var catalog: Catalog
+        var now: Date
+        var heads: [String: EventHead]
+        var before: [String: EntitlementState]
+    }
+
+    /// Locks the heads of `users` and reads what each holds before the change (their last written state, or,
+    /// for a user never written or one whose state time has changed since, an evaluation at `now`). A transaction
+    /// that changes nothing after all may end without ``finish(_:affected:cause:on:)``.
+    /// `catalog` is the one the transaction evaluates with (read before it began: loading it inside could wait
+    /// for a connection that only a finished transaction frees).
+    func watch(_ users: Set<String>, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Watch {
+        let heads = try await events.lockHeads(Array(users), on: connection)
+        var watch = Watch(catalog: catalog, now: now, heads: [:], before: [:])
+        for var head in heads {
+            if let state = head.state, head.nextChangeAt.map({ $0 > now }) ?? true {
+                watch.before[head.userID] = state
+            } else {
+                let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
+                try await writeEvent(from: head.state, to: current.state, cause: .timePassed, head: &head, now: now, on: connection)
+                head.state = current.state
+                head.nextChangeAt = current.nextChange
+                // Stored at once: a transaction that ends up changing nothing need not call `finish`.
+                try await events.updateHead(head, on: connection)
+                watch.before[head.userID] = current.state
+            }
+            watch.heads[head.userID] = head
+        }
+        return watch
+    }
+
+    /// Evaluates every watched user after the change, writes the events due (`cause` names each user's cause)
+    /// and stores each head's new state and next change. Returns the events written.
+    /// - Throws: `EventScopeChanged` when `affected` names users the watch does not hold; nothing was written.
+    @discardableResult
+    func finish(_ watch: Watch, affected: Set<String> = [], cause: (String) -> EntitlementChangeCause,
+                on connection: PostgresConnection) async throws -> [WebhookEvent] {
+        let missing = affected.subtracting(watch.heads.keys)
+        guard missing.isEmpty else { throw EventScopeChanged(users: missing) }
+        var written: [WebhookEvent] = []
+        for (userID, head) in watch.heads.sorted(by: { $0.key < $1.key }) {
+            var head = head
+            let after = try await evaluate(userID, catalog: watch.catalog, now: watch.now, on: connection)
+            if let event = try await writeEvent(from: watch.before[userID], to: after.state, cause: cause(userID), head: &head,
+                                                now: watch.now, on: connection) {
+                written.append(event)
+            }
+            head.state = after.state
+            head.nextChangeAt = after.nextChange
+            try await events.updateHead(head, on: connection)
+        }
+        return written
+    }
+
+    /// Writes the changes time alone made for up to `limit` users whose next change is due at `now` (heads claimed
+    /// with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns how many it took.
+    func catchUp(limit: Int, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Int {
+        let heads = try await events.claimDueHeads(limit: limit, now: now, on: connection)
+        guard !heads.isEmpty else { return 0 }
+        for var head in heads {
+            let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
+            try await writeEvent(from: head.state, to: current.state, cause: .timePassed, head: &head, now: now, on: connection)
+            head.state = current.state
+            head.nextChangeAt = current.nextChange
+            try await events.updateHead(head, on: connection)
+        }
+        return heads.count
+    }
+
+    /// What `userID` holds at `now` as GET entitlements shows it, and when that next changes with time alone.
+    private func evaluate(_ userID: String, catalog: Catalog, now: Date,
+                          on connection: PostgresConnection) async throws -> (state: EntitlementState, nextChange: Date?) {
+        let snapshot = try await snapshots.snapshot(of: userID, within: connection)
+        let report = snapshot.report(catalog: catalog, at: now)
+        return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange)
+    }
+
+    /// Writes the event a change from `before` to `after` calls for, if any, as the head's next sequence. A user
+    /// with no recorded state has no `before`: their first state is recorded without an event.
+    @discardableResult
+    private func writeEvent(from before: EntitlementState?, to after: EntitlementState, cause: EntitlementChangeCause,
+                            head: inout EventHead, now: Date, on connection: PostgresConnection) async throws -> WebhookEvent? {
+        guard let before, let change = DerivedEntitlementEvent.derive(before: before, after: after, cause: cause) else { return nil }
+        head.lastSequence += 1
+        let event = WebhookEvent(id: UUID(), userID: head.userID, sequence: head.lastSequence, createdAt: now, change: change, state: after)
+        try await events.insert(event, payload: String(decoding: try event.body(), as: UTF8.self),
+                                delivery: delivers ? .pending : .none, on: connection)
+        return event
+    }
+}

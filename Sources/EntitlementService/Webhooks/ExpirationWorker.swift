@@ -1,0 +1,23 @@
+import ServiceRuntime
+import Foundation
+
+/// Turns "an active entitlement's end passed" into its event without any message from Apple: claims users whose
+/// stored next change is due (`FOR UPDATE SKIP LOCKED`, so instances share them and each is taken once),
+/// evaluates them now and writes the `expiration` when what they hold changed, and stores their next change.
+@Loop
+enum ExpirationWorker {
+    static let batchSize = 100
+
+    static func make(db: PostgresPool, events: EventRecorder, intervalMs: UInt64) -> PeriodicWorker {
+        PeriodicWorker(name: "expirations", intervalMs: intervalMs) {
+            do {
+                let catalog = try await events.catalog.current()
+                let taken = try await db.transaction { try await events.catchUp(limit: batchSize, catalog: catalog, now: Date(), on: $0) }
+                return taken == batchSize
+            } catch {
+                Log.error("expiration_worker_failed", ["error": String(describing: error)])
+                return false
+            }
+        }
+    }
+}
