@@ -9,6 +9,13 @@ let releaseFlags: [SwiftSetting] = [
     .unsafeFlags(["-enforce-exclusivity=unchecked", "-cross-module-optimization"], .when(configuration: .release)),
 ]
 
+/// X.509 chains, ECDSA and DER: what signed App Store data is verified (and the fake signs) with.
+let appleCrypto: [Target.Dependency] = [
+    .product(name: "X509", package: "swift-certificates"),
+    .product(name: "Crypto", package: "swift-crypto"),
+    .product(name: "SwiftASN1", package: "swift-asn1"),
+]
+
 let package = Package(
     name: "entitlement-service",
     products: [
@@ -50,23 +57,13 @@ let package = Package(
         // Apple's interfaces as a client sees them: verifyReceipt and signed (JWS) payload verification.
         .target(
             name: "AppStore",
-            dependencies: [
-                "ServiceRuntime", "EntitlementModel",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
+            dependencies: ["ServiceRuntime", "EntitlementModel"] + appleCrypto,
             swiftSettings: releaseFlags
         ),
         // A fake App Store for tests, benchmarks and demos (`entitlement-service fake-app-store`).
         .target(
             name: "FakeAppStore",
-            dependencies: [
-                "ServiceRuntime", "EntitlementModel",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ],
+            dependencies: ["ServiceRuntime", "EntitlementModel"] + appleCrypto,
             swiftSettings: releaseFlags
         ),
         // The service: routes, stores, workers, configuration and `main`.
@@ -91,21 +88,14 @@ let package = Package(
         // bench/signed's driver: signed transactions verified per second, against bare ES256 verification.
         .executableTarget(
             name: "SignedBench",
-            dependencies: [
-                "AppStore",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ],
+            dependencies: ["AppStore"] + appleCrypto,
             swiftSettings: releaseFlags
         ),
         .testTarget(
             name: "EntitlementTests",
             dependencies: [
                 "EntitlementService", "VerifyBench", "ServiceRuntime", "AppStore", "FakeAppStore", "EntitlementModel", "Timestamps",
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-            ]
+            ] + appleCrypto
         ),
     ],
     swiftLanguageModes: [.v6]
