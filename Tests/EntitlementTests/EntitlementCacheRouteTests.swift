@@ -46,6 +46,22 @@ import Testing
         }
     }
 
+    /// A write waits for its change to reach this instance's cache before it answers; a refused one (4xx)
+    /// changed nothing and answers at once.
+    @Test @Loop func onlyWritesThatWereNotRefusedWaitForTheBarrier() async throws {
+        try await AdminHarness.run { service in
+            let cache = try Self.cache(service)
+            #expect(await eventually(timeout: 10) { cache.isServing })
+            let user = "barrier-" + randomToken()
+            let before = cache.barriers
+            let refused = try await service.call("POST", "/v1/admin/users/\(user)/grants", body: AdminHarness.json(["entitlement": "premium"]))
+            #expect(refused.status == 400, "\(refused)")
+            #expect(cache.barriers == before)
+            _ = try await Self.grant(service, user)
+            #expect(cache.barriers == before + 1)
+        }
+    }
+
     /// While the listener is down the cache serves nothing (every read goes to the database); once it
     /// listens again, answers are kept and served again.
     @Test @Loop func aLostListenerStopsTheCacheUntilItIsBack() async throws {

@@ -10,6 +10,7 @@ extension EntitlementCache {
     /// cache is cleared instead. A cache that is not serving has nothing to bring up to date.
     func barrier() async {
         guard isServing else { return }
+        barriers += 1
         let token = nextToken()
         syncs.expect(token)
         do {

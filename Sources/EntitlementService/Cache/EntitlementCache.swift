@@ -64,6 +64,8 @@ final class EntitlementCache {
     private(set) var evictions = 0
     private(set) var invalidations = 0
     private(set) var clears = 0
+    /// Barriers run (``barrier()``): one per answered write while the cache serves.
+    var barriers = 0
 
     /// - Parameters:
     ///   - capacity: the most users held (`ENTITLEMENT_CACHE_SIZE`); 0 disables the cache.
@@ -172,6 +174,9 @@ final class EntitlementCache {
         metrics.counter("entitlement_cache_evictions_total", "Cached users evicted to make room") { [unowned self] in Double(evictions) }
         metrics.counter("entitlement_cache_invalidations_total", "Changed users announced to the cache") { [unowned self] in Double(invalidations) }
         metrics.counter("entitlement_cache_clears_total", "Times the whole cache was emptied") { [unowned self] in Double(clears) }
+        metrics.counter("entitlement_cache_barriers_total", "Writes whose answer waited until this instance heard of their change") {
+            [unowned self] in Double(barriers)
+        }
         metrics.gauge("entitlement_cache_entries", "Users in the entitlement cache") { [unowned self] in Double(count) }
         metrics.gauge("entitlement_cache_listening", "1 while the cache hears of changes (and so serves), else 0") { [unowned self] in
             isServing ? 1 : 0
