@@ -83,12 +83,12 @@ struct StoreKitStoreTests {
             var cursor: AuditCursor?
             repeat {
                 let page = try await store.page(.init(limit: 3, cursor: cursor, type: nil), on: pool)
-                seen += page.notifications.map(\.uuid)
+                seen += page.items.map(\.uuid)
                 cursor = page.nextCursor.flatMap(AuditCursor.init(text:))
             } while cursor != nil
             #expect(seen == (0..<7).reversed().map { "page-\($0)" })
             let tests = try await store.page(.init(limit: 50, cursor: nil, type: "TEST"), on: pool)
-            #expect(tests.notifications.map(\.uuid) == ["page-2", "page-1", "page-0"] && tests.nextCursor == nil)
+            #expect(tests.items.map(\.uuid) == ["page-2", "page-1", "page-0"] && tests.nextCursor == nil)
         }
     }
 

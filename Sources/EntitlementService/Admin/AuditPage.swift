@@ -81,16 +81,6 @@ struct AuditEventBody: Encodable {
     }
 }
 
-/// `GET /v1/admin/audit`: newest first, and where the next older page starts.
-struct AuditPageBody: Encodable {
-    var events: [AuditEventBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey { case events, nextCursor = "next_cursor" }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(events, forKey: .events)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
+extension AuditEventBody: PageItem {
+    static let listKey = "events"
 }

@@ -63,7 +63,7 @@ struct AdminRoutes {
         guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
             throw ProblemError(status: 404, detail: "No grant has this grant_id.")
         }
-        Log.info("grant_revoked", ["request_id": request.requestID, "grant_id": id, "actor": caller.keyID])
+        Log.info("grant_revoked", ["request_id": request.requestID, "grant_id": id.lowercasedString, "actor": caller.keyID])
         return .json(record)
     }
 

@@ -71,8 +71,8 @@ struct AppleAdminRoutes {
                                         detail: "The App Store did not answer in time; nothing was changed. Ask again after Retry-After seconds.").response
             response.headers.set("Retry-After", String(seconds))
             return response
-        case .configuration(let detail):
-            Log.error("app_store_server_api_configuration_error", ["detail": detail])
+        case .configuration:
+            // The client logs the episode once (`apple_api_configuration_error`); the access log has each 502.
             throw ProblemError(status: 502, title: "App Store configuration error",
                                detail: "The App Store refused the service's API key in every environment; nothing was changed.")
         case .refused(let detail):

@@ -17,17 +17,6 @@ struct WebhookRoutes {
         admin.post("/webhooks/events/{event_id}/redeliver") { request, context in try await redeliver(request, context) }
     }
 
-    private struct ListBody: Encodable {
-        var deliveries: [DeliveryRow]
-        var nextCursor: String?
-        enum CodingKeys: String, CodingKey { case deliveries, nextCursor = "next_cursor" }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(deliveries, forKey: .deliveries)
-            try container.encode(nextCursor, forKey: .nextCursor)
-        }
-    }
 
     private func list(_ request: HTTPRequest) async throws -> HTTPResponse {
         let limit = try InputRules.queryInt(request, "limit", in: 1...500, default: 50)
@@ -42,7 +31,7 @@ struct WebhookRoutes {
         let rows = try await deliveries.deliveries(status: status, userID: userID, limit: limit + 1, before: cursor?.number, on: db)
         let page = Array(rows.prefix(limit))
         let next = rows.count > limit ? page.last.map { PageCursor(number: $0.position).text } : nil
-        return .json(ListBody(deliveries: page, nextCursor: next))
+        return .json(PageBody(items: page, nextCursor: next))
     }
 
     private func redeliver(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {

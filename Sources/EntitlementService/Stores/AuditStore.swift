@@ -5,7 +5,7 @@ import Foundation
 @Loop
 protocol AuditReading: Sendable {
     /// One page of the audit log, newest first, and the cursor of the next older page when there is one.
-    func page(_ query: AuditQuery, on db: some PostgresQueryable) async throws -> AuditPageBody
+    func page(_ query: AuditQuery, on db: some PostgresQueryable) async throws -> PageBody<AuditEventBody>
 }
 
 /// The `audit_events` table: admin actions and ownership transfers, each written in the same database
@@ -32,7 +32,7 @@ struct AuditStore: AuditReading {
             """, [actor, action.rawValue, subject, userID, before, after])
     }
 
-    func page(_ query: AuditQuery, on db: some PostgresQueryable) async throws -> AuditPageBody {
+    func page(_ query: AuditQuery, on db: some PostgresQueryable) async throws -> PageBody<AuditEventBody> {
         // Only the filters asked for, so the newest-first index serves the cursor.
         var conditions: [String] = []
         var parameters: [any PostgresEncodable] = []
@@ -61,7 +61,7 @@ struct AuditStore: AuditReading {
         if rows.count > query.limit, let last = page.last {
             next = AuditCursor(occurredMicroseconds: try last.int64("occurred_us"), eventID: try last.int64("event_id"))
         }
-        return AuditPageBody(events: events, nextCursor: next?.text)
+        return PageBody(items: events, nextCursor: next?.text)
     }
 }
 

@@ -124,7 +124,7 @@ struct NotificationStore {
     }
 
     /// One page, newest received first, and the cursor of the next older page when there is one.
-    func page(_ query: Query, on db: some PostgresQueryable) async throws -> NotificationPageBody {
+    func page(_ query: Query, on db: some PostgresQueryable) async throws -> PageBody<NotificationBody> {
         let rows = try await db.query("""
             SELECT notification_id, (extract(epoch FROM received_at) * 1000000)::bigint AS received_us, notification_uuid,
                    version, notification_type, subtype, signed_date, received_at, environment, original_transaction_id,
@@ -141,7 +141,7 @@ struct NotificationStore {
         if rows.count > query.limit, let last = page.last {
             next = AuditCursor(occurredMicroseconds: try last.int64("received_us"), eventID: try last.int64("notification_id"))
         }
-        return NotificationPageBody(notifications: try page.map(NotificationBody.init(row:)), nextCursor: next?.text)
+        return PageBody(items: try page.map(NotificationBody.init(row:)), nextCursor: next?.text)
     }
 
     private static func stored(_ row: PostgresRow) throws -> StoredNotification {
@@ -206,16 +206,6 @@ struct NotificationBody: Encodable {
     }
 }
 
-/// `GET /v1/admin/notifications`: newest first, and where the next older page starts.
-struct NotificationPageBody: Encodable {
-    var notifications: [NotificationBody]
-    var nextCursor: String?
-
-    enum CodingKeys: String, CodingKey { case notifications, nextCursor = "next_cursor" }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(notifications, forKey: .notifications)
-        try container.encode(nextCursor, forKey: .nextCursor)
-    }
+extension NotificationBody: PageItem {
+    static let listKey = "notifications"
 }

@@ -169,3 +169,7 @@ struct WebhookDeliveryStore: WebhookDeliveryReading {
             """, [eventID, now]).rows.count == 1
     }
 }
+
+extension DeliveryRow: PageItem {
+    static let listKey = "deliveries"
+}
