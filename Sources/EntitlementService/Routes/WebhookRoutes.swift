@@ -43,7 +43,7 @@ struct WebhookRoutes {
         guard try await deliveries.redeliver(id, now: Date(), on: db) else {
             throw ProblemError(status: 404, detail: "No webhook event has this event_id.")
         }
-        let text = id.uuidString.lowercased()
+        let text = id.lowercasedString
         Log.info("webhook_redeliver", ["request_id": request.requestID, "event_id": text])
         return .json(["event_id": text, "status": WebhookDeliveryStatus.pending.rawValue], status: 202)
     }
