@@ -123,7 +123,8 @@ async function signIn(event) {
 
 // ---- Customers
 
-const PAGE = 50;
+/** Items per page: of a customer's transactions and events, and of each Operations list. */
+const PAGE = 50, OPERATIONS_PAGE = 20;
 let currentUser = null;
 let cursors = { transactions: null, events: null };
 /** What this service's configuration enables (GET /v1/admin/capabilities); nothing until it answers. */
@@ -446,7 +447,7 @@ async function loadBacklog() {
 
 function loadDeliveries() {
   const status = $("deliveries-status").value;
-  return pagedList($("ops-deliveries"), "/v1/admin/webhooks/deliveries?limit=" + PAGE + (status ? "&status=" + status : ""), "deliveries", [
+  return pagedList($("ops-deliveries"), "/v1/admin/webhooks/deliveries?limit=" + OPERATIONS_PAGE + (status ? "&status=" + status : ""), "deliveries", [
     ["Created", "created_at"], ["Type", "type"], ["User", (d) => userButton(d.user_id)], ["Status", "status"],
     ["Attempts", "attempts"], ["Last answer", "last_response_status"], ["Next attempt", "next_attempt_at"],
     ["", (d) => redeliverButton(d.event_id, loadDeliveries)],
@@ -457,12 +458,12 @@ async function loadOperations() {
   await loadCapabilities();
   await Promise.all([
     loadBacklog(),
-    pagedList($("ops-notifications"), "/v1/admin/notifications?limit=" + PAGE, "notifications", [
+    pagedList($("ops-notifications"), "/v1/admin/notifications?limit=" + OPERATIONS_PAGE, "notifications", [
       ["Received", "received_at"], ["Type", "notification_type"], ["Subtype", "subtype"], ["Environment", "environment"],
       ["State", "state"], ["Original transaction", "original_transaction_id"], ["User", (n) => userButton(n.user_id)],
     ]),
     loadDeliveries(),
-    pagedList($("ops-audit"), "/v1/admin/audit?limit=" + PAGE, "events", [
+    pagedList($("ops-audit"), "/v1/admin/audit?limit=" + OPERATIONS_PAGE, "events", [
       ["When", "occurred_at"], ["Actor", "actor"], ["Action", "action"], ["Subject", "subject"],
       ["User", (e) => userButton(e.user_id)], ["After", (e) => (e.after === null ? null : JSON.stringify(e.after))],
     ]),
