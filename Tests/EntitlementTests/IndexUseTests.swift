@@ -3,7 +3,7 @@ import Testing
 @testable import EntitlementService
 @testable import ServiceRuntime
 
-/// The look-ups by `app_account_token` and by `verification_id` use their indexes: the stores' own statements,
+/// The look-ups by `app_account_token`, by `verification_id` and the console's look-ups of a customer use their indexes: the stores' own statements,
 /// with their own binds, are explained (not run) against tables populated enough that a sequential scan would
 /// be the planner's choice for anything but an indexed comparison.
 @Suite(.serialized, .timeLimit(.minutes(2)))
@@ -100,6 +100,43 @@ struct IndexUseTests {
 
             _ = try await explaining.query("SELECT status FROM receipt_submissions WHERE verification_id::text = $1", [id.lowercasedString])
             #expect(!explaining.indexScans().contains { $0.hasSuffix(" on receipt_submissions_pkey") })
+        }
+    }
+
+    /// `GET /v1/admin/lookup`'s statements, on 20 000 transactions of 10 000 owned purchases: each kind of key is
+    /// a primary or unique key look-up (a transaction id through its purchase's owner).
+    @Test func customerLookUpsUseTheirKeys() async throws {
+        try await PurchaseStack.run { stack in
+            try await populate(stack)
+            _ = try await stack.sql("""
+                INSERT INTO app_store_transactions (transaction_id, original_transaction_id, product_id, environment, purchase_date)
+                SELECT (2000000000 + n)::text, (1000000000 + n / 2)::text, 'com.example.premium.monthly', 'Production', now()
+                  FROM generate_series(1, 20000) AS n
+                """)
+            _ = try await stack.sql("""
+                INSERT INTO purchase_owners (original_transaction_id, user_id)
+                SELECT DISTINCT original_transaction_id, 'user-' || original_transaction_id FROM app_store_transactions
+                """)
+            _ = try await stack.sql("ANALYZE app_store_transactions")
+            _ = try await stack.sql("ANALYZE purchase_owners")
+            let order = try #require(try await stack.sql("SELECT order_id, app_account_token FROM orders LIMIT 1").first)
+            let explaining = Explaining(stack.pool)
+            let lookup = CustomerLookup(db: explaining)
+            let plan = { explaining.plans.last.map(\.jsonText) ?? "" }
+
+            _ = try await lookup.user(.originalTransactionID("1000000005"))
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on purchase_owners_pkey") }, "\(plan())")
+            _ = try await lookup.user(.transactionID("2000000010"))
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on app_store_transactions_pkey") }, "\(plan())")
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on purchase_owners_pkey") }, "\(plan())")
+            _ = try await lookup.user(.orderID(try order.uuid("order_id")))
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on orders_pkey") }, "\(plan())")
+            _ = try await lookup.user(.appAccountToken(try order.uuid("app_account_token")))
+            #expect(explaining.indexScans().contains { $0.hasSuffix(" on orders_app_account_token_key") }, "\(plan())")
+
+            // The check can fail: the owner by user id's prefix is no key look-up.
+            _ = try await explaining.query("SELECT user_id FROM purchase_owners WHERE user_id LIKE $1", ["%-1000000005"])
+            #expect(!explaining.indexScans().contains { $0.hasSuffix(" on purchase_owners_pkey") })
         }
     }
 }

@@ -1,18 +1,24 @@
 """The admin console in a real browser (headless Chromium through Selenium) against the real service.
 
-Usage: check_console.py BASE_URL APP_KEY ADMIN_KEY SCREENSHOT_DIR
+Usage: check_console.py BASE_URL APP_KEY ADMIN_KEY SCREENSHOT_DIR HOOK_PORT
 
-Makes its own scenario through the API (receipts via the fake App Store's verifyReceipt, Production and Sandbox,
-and a user whose id is markup), then drives /admin: a wrong key is refused with a clear message; sign-in; a
-customer's entitlement and its source; a grant and its revocation; the markup user id shown as text with no
-script run; Revenue's chart drawn from the scenario's purchases, Production and Sandbox apart; the purchases CSV
-downloaded; Operations. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first
-failed check.
+The service (scripts/console/run.sh) holds 100 000 seeded customers and sends its webhooks to HOOK_PORT, where
+this check runs a receiver answering 204. The check makes its own scenario through the API (receipts via the
+fake App Store's verifyReceipt, Production and Sandbox, a server order, and a user whose id is markup), then
+drives /admin: a wrong key is refused with a clear message; sign-in; the customer found by user id, by original
+transaction id, by transaction id and by server order id (each read in under a second), with its entitlements
+and the source that wins; a grant and its revocation, each seen among the customer's events; the Apple actions
+disabled without an App Store Server API key; a seeded customer; the markup user id shown as text with no script
+run; Revenue's chart drawn from the scenario's purchases, Production and Sandbox apart; the purchases CSV
+downloaded; Operations listing notifications, webhook deliveries (one redelivered and received again) and the
+audit log. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first failed check.
 """
 import base64
+import http.server
 import json
 import os
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -22,12 +28,12 @@ from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
-BASE, APP_KEY, ADMIN_KEY, SHOTS = sys.argv[1:5]
+BASE, APP_KEY, ADMIN_KEY, SHOTS, HOOK_PORT = sys.argv[1:6]
 RUN = uuid.uuid4().hex[:8]
 XSS_USER = "<img src=x onerror=alert(1)>"
-MONTHLY, LIFETIME = "com.example.premium.monthly", "com.example.lifetime"
+MONTHLY, LIFETIME, COINS = "com.example.premium.monthly", "com.example.lifetime", "com.example.coins.100"
 
 
 def call(method, path, body=None, key=APP_KEY):
@@ -47,17 +53,37 @@ def receipt(transaction_id, product, environment):
     return base64.b64encode(json.dumps({"fake": fake}).encode()).decode()
 
 
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """The webhook receiver: answers 204 and keeps every `webhook-id` it got, in order."""
+    received = []
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Receiver.received.append(self.headers.get("webhook-id"))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
 def scenario():
-    """u-RUN: a Production monthly subscription and lifetime; s-RUN: a Sandbox monthly; the markup user: a grant."""
+    """u-RUN: a Production monthly subscription, lifetime and coins, a server order and a premium grant; s-RUN: a
+    Sandbox monthly; the markup user: a grant. Answers the users, the monthly's original transaction id and the order id."""
     user, sandbox_user = "console-" + RUN, "console-sandbox-" + RUN
     base = int(RUN, 16) % 10**9
+    ids = []
     for offset, (who, product, environment) in enumerate([(user, MONTHLY, "Production"), (user, LIFETIME, "Production"),
-                                                          (sandbox_user, MONTHLY, "Sandbox")]):
-        answer = call("POST", "/v1/receipts", {"user_id": who, "receipt_data": receipt(str(7_000_000_000 + base * 10 + offset), product, environment)})
+                                                          (sandbox_user, MONTHLY, "Sandbox"), (user, COINS, "Production")]):
+        ids.append(str(7_000_000_000 + base * 10 + offset))
+        answer = call("POST", "/v1/receipts", {"user_id": who, "receipt_data": receipt(ids[-1], product, environment)})
         check(answer.get("status") == "verified" and answer.get("environment") == environment, f"receipt for {who}: {answer}")
+    order = call("POST", "/v1/orders", {"user_id": user, "product_id": LIFETIME})
+    # A second source of premium, shorter than the subscription: listed, but the subscription wins.
+    call("POST", "/v1/admin/users/" + user + "/grants", {"entitlement": "premium", "duration": "P1D", "reason": "second source"}, key=ADMIN_KEY)
     call("POST", "/v1/admin/users/" + urllib.parse.quote(XSS_USER, safe="") + "/grants",
          {"entitlement": "premium", "duration": "P1D", "reason": "markup user id"}, key=ADMIN_KEY)
-    return user, sandbox_user
+    return user, sandbox_user, ids[0], ids[1], order["order_id"]
 
 
 def check(condition, what):
@@ -82,11 +108,21 @@ def main():
     os.makedirs(SHOTS, exist_ok=True)
     downloads = os.path.join(SHOTS, "downloads")
     os.makedirs(downloads, exist_ok=True)
-    user, sandbox_user = scenario()
+    receiver = http.server.ThreadingHTTPServer(("127.0.0.1", int(HOOK_PORT)), Receiver)
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    user, sandbox_user, original_id, lifetime_id, order_id = scenario()
     driver = browser(downloads)
-    wait = WebDriverWait(driver, 15, ignored_exceptions=[StaleElementReferenceException])
+    wait = WebDriverWait(driver, 15, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException])
     by_id = lambda element_id: driver.find_element(By.ID, element_id)
-    shot = lambda name: driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
+    def shot(name, element_id=None):
+        """A screenshot of the page from its top, or from element `element_id` when given."""
+        if element_id:
+            driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", element_id)
+        else:
+            driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(os.path.join(SHOTS, name + ".png"))
+
     try:
         driver.get(BASE + "/admin")
         wait.until(lambda d: by_id("sign-in-form").is_displayed())
@@ -100,45 +136,86 @@ def main():
         check("401" in by_id("message").text and by_id("page-sign-in").is_displayed(), "a wrong key is refused: " + by_id("message").text)
         check(driver.execute_script("return sessionStorage.getItem('adminKey')") is None, "a refused key is not kept")
         shot("sign-in-refused")
+        # An app key: not an admin key, said so.
+        by_id("admin-key").send_keys(APP_KEY)
+        by_id("sign-in-form").submit()
+        wait.until(lambda d: "not an admin key" in by_id("message").text)
+        check("403" in by_id("message").text and by_id("page-sign-in").is_displayed(), "an app key is refused: " + by_id("message").text)
 
         by_id("admin-key").send_keys(ADMIN_KEY)
         by_id("sign-in-form").submit()
         wait.until(lambda d: by_id("page-customers").is_displayed())
         check(ADMIN_KEY not in driver.current_url, "the key is not in the URL")
 
-        # The customer: entitlement and its source.
-        def find(user_id):
-            field = by_id("find-user")
+        def find(by, value, user_id):
+            """Finds the customer by `by` and waits for its view; answers how long the console took (ms)."""
+            Select(by_id("find-by")).select_by_value(by)
+            field = by_id("find-value")
             field.clear()
-            field.send_keys(user_id)
+            field.send_keys(value)
+            driver.execute_script("document.getElementById('customer-timing').textContent = ''")
             by_id("find-form").submit()
-            wait.until(lambda d: by_id("customer").is_displayed() and by_id("customer-id").text == user_id)
+            wait.until(lambda d: by_id("customer").is_displayed() and by_id("customer-id").text == user_id
+                       and by_id("customer-timing").text)
+            took = int(by_id("customer-timing").text.split()[2])
+            check(took < 1000, f"found {user_id!r} by {by} in {took} ms")
+            return took
 
-        def entitlement_rows():
-            return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in by_id("entitlements").find_elements(By.CSS_SELECTOR, "tbody tr")]
+        def rows(table):
+            return [[td.text for td in row.find_elements(By.TAG_NAME, "td")] for row in by_id(table).find_elements(By.CSS_SELECTOR, "tbody tr")]
 
-        find(user)
-        rows = entitlement_rows()
-        check(any(r[0] == "premium" and r[1] == "active" and r[2] == "app_store" and MONTHLY in r[3] for r in rows), f"premium from the App Store: {rows}")
-        check(any(r[0] == "pro" and r[2] == "app_store" for r in rows), f"pro from the lifetime purchase: {rows}")
+        # The customer by every key, its entitlements and the source that wins.
+        find("user_id", user, user)
+        entitlements = rows("entitlements")
+        check(any(r[0] == "premium" and r[1] == "active" and r[2] == "app_store" and MONTHLY in r[3] for r in entitlements), f"premium from the App Store: {entitlements}")
+        check(any(r[0] == "pro" and r[2] == "app_store" for r in entitlements), f"pro from the lifetime purchase: {entitlements}")
+        sources = rows("sources")
+        check(any(r[0] == "premium" and r[1] == "app_store" and r[3] == original_id and r[7] == "wins" for r in sources)
+              and any(r[0] == "premium" and r[1] == "grant" and r[6] == "active" and r[7] == "" for r in sources),
+              f"premium's two sources, the subscription winning over the shorter grant: {sources}")
+        check(["coins", "100"] in rows("consumables"), f"the balance: {rows('consumables')}")
+        transactions = rows("transactions")
+        check({original_id, lifetime_id} <= {r[0] for r in transactions}, f"the transactions: {transactions}")
+        check(any(r[2] == "initial_purchase" for r in rows("events")), f"the purchase's event: {rows('events')}")
+        check(by_id("refresh-apple").get_attribute("disabled") is not None and "API key" in by_id("apple-hint").text,
+              "refresh from Apple is disabled without an App Store Server API key")
         shot("customer")
+        find("original_transaction_id", original_id, user)
+        find("transaction_id", lifetime_id, user)
+        find("order_id", order_id, user)
+        shot("customer-by-order-id")
+        # Not found: said, naming what was looked for.
+        Select(by_id("find-by")).select_by_value("original_transaction_id")
+        by_id("find-value").clear()
+        by_id("find-value").send_keys("1")
+        by_id("find-form").submit()
+        wait.until(lambda d: "Not found" in by_id("message").text)
+        check("original_transaction_id" in by_id("message").text and not by_id("customer").is_displayed(), "an unknown purchase: " + by_id("message").text)
+        find("user_id", user, user)
 
-        # Grant, then revoke.
+        # Grant, then revoke: each in the entitlements, the grants and the customer's events.
         by_id("grant-entitlement").send_keys("beta")
         by_id("grant-duration").send_keys("P7D")
         by_id("grant-reason").send_keys("console check " + RUN)
         by_id("grant-form").submit()
-        wait.until(lambda d: any(r[0] == "beta" and r[1] == "active" and r[2] == "grant" for r in entitlement_rows()))
-        check(any("console check " + RUN in r[3] for r in entitlement_rows()), f"the grant and its reason: {entitlement_rows()}")
+        wait.until(lambda d: any(r[0] == "beta" and r[1] == "active" and r[2] == "grant" for r in rows("entitlements")))
+        check(any("console check " + RUN in r[3] for r in rows("entitlements")), f"the grant and its reason: {rows('entitlements')}")
+        check(any(r[2] == "grant" for r in rows("events")), f"the grant's event: {rows('events')}")
         shot("customer-granted")
-        by_id("entitlements").find_element(By.CSS_SELECTOR, "button.revoke").click()
+        by_id("grants").find_element(By.XPATH, ".//tr[td[2]='beta']//button[contains(@class, 'revoke')]").click()
         driver.switch_to.alert.accept()
-        wait.until(lambda d: any(r[0] == "beta" and r[1].startswith("inactive") for r in entitlement_rows()))
-        check(any(r[0] == "beta" and "revoked" in r[1] for r in entitlement_rows()), f"the grant revoked: {entitlement_rows()}")
+        wait.until(lambda d: any(r[0] == "beta" and r[1].startswith("inactive") for r in rows("entitlements")))
+        check(any(r[0] == "beta" and "revoked" in r[1] for r in rows("entitlements")), f"the grant revoked: {rows('entitlements')}")
+        check(any(r[2] == "grant_revoked" for r in rows("events")), f"the revocation's event: {rows('events')}")
+        check(any(r[1] == "beta" and r[6] != "—" for r in rows("grants")), f"the grant shows its revocation: {rows('grants')}")
         shot("customer-revoked")
 
+        # One of the 100 000 seeded customers, by its purchase.
+        find("original_transaction_id", "5000054321", "load-54321")
+        check(any(r[0] == "5000054321" for r in rows("transactions")), "the seeded customer's purchase")
+
         # The markup user id: text, no element made, no script run.
-        find(XSS_USER)
+        find("user_id", XSS_USER, XSS_USER)
         check(by_id("customer-id").text == XSS_USER, "the markup user id shows as text")
         check(len(driver.find_elements(By.CSS_SELECTOR, "main img")) == 0, "no element was made from it")
         try:
@@ -171,15 +248,42 @@ def main():
         check(lines[0].startswith("product_id,environment,") and any(l.startswith(MONTHLY + ",Sandbox,") for l in lines[1:])
               and not any(",Production," in l for l in lines), f"the CSV: {lines}")
 
-        # Operations.
+        # Operations: the backlog, notifications (the seeded ones), deliveries (one redelivered), the audit log.
+        # The scenario's events are first all delivered, so that a redelivery is a second receipt.
+        deadline = time.monotonic() + 30
+        while call("GET", "/v1/admin/webhooks/deliveries?status=pending", key=ADMIN_KEY)["deliveries"]:
+            check(time.monotonic() < deadline, "the scenario's webhook events are delivered within 30 s")
+            time.sleep(0.1)
         driver.find_element(By.CSS_SELECTOR, "nav button[data-page=operations]").click()
-        wait.until(lambda d: by_id("ops-audit").find_elements(By.TAG_NAME, "table"))
+        started = time.monotonic()
+        wait.until(lambda d: all(by_id(s).find_elements(By.CSS_SELECTOR, "tbody tr") for s in ["ops-backlog", "ops-notifications", "ops-deliveries", "ops-audit"]))
+        took = (time.monotonic() - started) * 1000
+        check(took < 1000, f"operations listed in {took:.0f} ms")
+        check("receipt_retry_backlog" in by_id("ops-backlog").text, "the retry backlog: " + by_id("ops-backlog").text.replace("\n", " | "))
+        check("DID_RENEW" in by_id("ops-notifications").text and "applied" in by_id("ops-notifications").text, "the notifications received")
         audit = by_id("ops-audit").text
-        check("grant" in audit, "the audit log lists the grants")
-        for section in ["ops-notifications", "ops-deliveries", "ops-backlog"]:
-            wait.until(lambda d: by_id(section).text.strip())
-            print(f"{section}: {by_id(section).text.strip().splitlines()[0]}")
+        check("grant.revoke" in audit and "grant.create" in audit, "the audit log lists the grant and its revocation")
+        check(XSS_USER in by_id("ops-deliveries").text and not driver.find_elements(By.CSS_SELECTOR, "main img"), "the markup user id in deliveries shows as text")
+        wait.until(lambda d: "grant_revoked" in by_id("ops-deliveries").text and "delivered" in by_id("ops-deliveries").text)
+        first = by_id("ops-deliveries").find_element(By.CSS_SELECTOR, "tbody tr")
+        deliveries_before = len(Receiver.received)
+        first.find_element(By.CSS_SELECTOR, "button.redeliver").click()
+        wait.until(lambda d: "queued" in by_id("message").text)
+        event_id = by_id("message").text.split()[1]
+        wait.until(lambda d: Receiver.received.count(event_id) >= 2 and len(Receiver.received) > deliveries_before)
+        check(True, f"event {event_id} redelivered and received again")
         shot("operations")
+        shot("operations-deliveries", "ops-deliveries")
+        shot("operations-audit", "ops-audit")
+        # Older pages follow next_cursor.
+        count = len(by_id("ops-audit").find_elements(By.CSS_SELECTOR, "tbody tr"))
+        by_id("ops-audit").find_element(By.CSS_SELECTOR, "button.more").click()
+        wait.until(lambda d: len(by_id("ops-audit").find_elements(By.CSS_SELECTOR, "tbody tr")) > count)
+        check(True, "the audit log pages on")
+        # A user id in a list opens the customer.
+        by_id("ops-audit").find_element(By.XPATH, ".//button[contains(@class, 'user') and text()='%s']" % user).click()
+        wait.until(lambda d: by_id("page-customers").is_displayed() and by_id("customer-id").text == user)
+        check(True, "a user in the audit log opens the customer")
 
         # Nothing the policy refused, no script error.
         problems = [entry["message"] for entry in driver.get_log("browser")
@@ -191,6 +295,7 @@ def main():
         raise
     finally:
         driver.quit()
+        receiver.shutdown()
     print("console: every check passed; screenshots in " + SHOTS)
 
 

@@ -85,6 +85,8 @@ final class Application {
             sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
         }
         AppleAdminRoutes(sync: sync, reader: reader).register(on: admin)
+        LookupRoutes(lookup: CustomerLookup(db: pool)).register(on: admin)
+        CapabilityRoutes(appStoreServerAPI: sync != nil, webhooks: configuration.webhooks != nil).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)
 

@@ -29,22 +29,45 @@ async function api(path, options = {}, raw = false) {
   return raw ? response : response.json();
 }
 
+/** A cell holding `value` as text ("—" when absent), or the node itself when it is one (a button). */
 function cell(row, value) {
   const td = document.createElement("td");
-  td.textContent = value === null || value === undefined ? "—" : String(value);
+  if (value instanceof Node) td.appendChild(value);
+  else td.textContent = value === null || value === undefined ? "—" : String(value);
   row.appendChild(td);
   return td;
 }
 
-function fillTable(table, rows, columns) {
+/** Appends a row per item: each column a field name or a function of the item (text or a node). */
+function appendRows(table, rows, columns) {
   const body = table.tBodies[0];
-  body.replaceChildren();
   for (const item of rows) {
     const tr = document.createElement("tr");
     for (const column of columns) cell(tr, typeof column === "function" ? column(item) : item[column]);
     body.appendChild(tr);
   }
   return body;
+}
+
+function fillTable(table, rows, columns) {
+  table.tBodies[0].replaceChildren();
+  return appendRows(table, rows, columns);
+}
+
+/** A button labelled `label` (as text) that runs `action`, reporting its failure. */
+function button(label, action, className) {
+  const element = document.createElement("button");
+  element.type = "button";
+  element.textContent = label;
+  if (className) element.className = className;
+  element.addEventListener("click", () => Promise.resolve().then(action).catch(report));
+  return element;
+}
+
+/** A user id as a link-like button that opens the customer (the id is its text, never markup). */
+function userButton(userID) {
+  if (userID === null || userID === undefined) return null;
+  return button(userID, () => { show("customers"); return openCustomer(userID); }, "link user");
 }
 
 function unavailable(container, what) {
@@ -90,6 +113,7 @@ async function signIn(event) {
   $("admin-key").value = "";
   try {
     await api("/v1/admin/products");
+    await loadCapabilities();
     say("Signed in.");
     show("customers");
   } catch (error) {
@@ -99,54 +123,120 @@ async function signIn(event) {
 
 // ---- Customers
 
+/** Items per page: of a customer's transactions and events, and of each Operations list. */
+const PAGE = 50, OPERATIONS_PAGE = 20;
 let currentUser = null;
+let cursors = { transactions: null, events: null };
+/** What this service's configuration enables (GET /v1/admin/capabilities); nothing until it answers. */
+let capabilities = { app_store_server_api: false, webhooks: false };
 
-async function loadCustomer(userID) {
-  const path = encodeURIComponent(userID);
-  let view;
-  try {
-    view = await api("/v1/admin/users/" + path);
-  } catch (error) {
-    if (!(error instanceof ApiError) || (error.status !== 404 && error.status !== 405)) throw error;
-    // The customer view has not landed here: entitlements and transactions make the same page.
-    const [entitlements, transactions] = await Promise.all([
-      api("/v1/users/" + path + "/entitlements"),
-      api("/v1/users/" + path + "/transactions"),
-    ]);
-    view = Object.assign({}, entitlements, { transactions: transactions.transactions });
-  }
+async function loadCapabilities() {
+  capabilities = await api("/v1/admin/capabilities");
+  const apple = capabilities.app_store_server_api;
+  for (const id of ["refresh-apple", "attach-order"]) $(id).disabled = !apple;
+  $("attach-form").querySelector("button").disabled = !apple;
+  $("apple-hint").textContent = apple ? "" :
+    "Refresh from Apple and attaching an App Store order id need an App Store Server API key (APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE); this service has none.";
+}
+
+function userPath(userID) {
+  return "/v1/admin/users/" + encodeURIComponent(userID);
+}
+
+function state(item) {
+  return item.active ? "active" : "inactive (" + (item.inactive_reason || "?") + ")";
+}
+
+const transactionColumns = [
+  "transaction_id", "original_transaction_id", "product_id", "environment", "purchase_date", "expires_date", "cancellation_date",
+];
+
+function eventColumns() {
+  return [
+    "created_at", "sequence", "type", "product_id", "transaction_id", "delivery",
+    (e) => redeliverButton(e.id, () => openCustomer(currentUser)),
+  ];
+}
+
+/** Sends webhook event `eventID` again; disabled where WEBHOOK_URL is not set (the route would answer 409). */
+function redeliverButton(eventID, then) {
+  const element = button("Redeliver", async () => {
+    await api("/v1/admin/webhooks/events/" + encodeURIComponent(eventID) + "/redeliver", { method: "POST" });
+    say("Event " + eventID + " is queued to be sent again.");
+    await then();
+  }, "redeliver");
+  element.disabled = !capabilities.webhooks;
+  if (!capabilities.webhooks) element.title = "WEBHOOK_URL is not set: events are recorded, not sent.";
+  return element;
+}
+
+/**
+ * Shows the customer view of `userID`: the newest page of its transactions and events, and how long it took
+ * since `started` (a look-up's start, else now).
+ */
+async function openCustomer(userID, started = performance.now()) {
+  const view = await api(userPath(userID) + "?transactions_limit=" + PAGE + "&events_limit=" + PAGE);
   currentUser = userID;
-  $("customer-id").textContent = userID;
+  $("customer-id").textContent = view.user_id;
+  $("customer-as-of").textContent = view.as_of;
   const entitlements = Object.entries(view.entitlements || {}).map(([name, e]) => Object.assign({ name }, e));
-  const body = fillTable($("entitlements"), entitlements, [
-    "name",
-    (e) => (e.active ? "active" : "inactive (" + (e.inactive_reason || "?") + ")"),
-    "source",
-    (e) => (e.source === "grant" ? "grant " + e.grant_id + (e.reason ? " — " + e.reason : "") : e.product_id + " (" + (e.environment || "") + ")"),
+  fillTable($("entitlements"), entitlements, [
+    "name", state, "source",
+    (e) => (e.source === "grant" ? "grant " + e.grant_id + " — " + e.reason : e.product_id + " (" + e.environment + ")"),
     (e) => e.expires_at || "never",
   ]);
-  entitlements.forEach((e, index) => {
-    const td = cell(body.rows[index], "");
-    if (e.source === "grant" && e.active) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "revoke";
-      button.textContent = "Revoke";
-      button.addEventListener("click", () => revoke(e.grant_id).catch(report));
-      td.replaceChildren(button);
-    }
-  });
-  fillTable($("consumables"), Object.entries(view.consumables || {}), [(c) => c[0], (c) => c[1]]);
-  fillTable($("transactions"), view.transactions || [], [
-    "transaction_id", "original_transaction_id", "product_id", "environment", "purchase_date", "expires_date", "cancellation_date",
+  const sources = entitlements.flatMap((e) => (e.sources || []).map((source) => Object.assign({ name: e.name }, source)));
+  const body = fillTable($("sources"), sources, [
+    "name", "source", (s) => (s.source === "grant" ? "grant " + s.grant_id : s.product_id), "original_transaction_id",
+    "transaction_id", (s) => s.expires_at || "never", state, (s) => (s.wins ? "wins" : ""),
   ]);
+  sources.forEach((s, index) => body.rows[index].classList.toggle("wins", s.wins === true));
+  fillTable($("consumables"), Object.entries(view.consumables || {}), [(c) => c[0], (c) => c[1]]);
+  fillTable($("grants"), view.grants || [], [
+    "grant_id", "entitlement", "reason", "created_at", "created_by", (g) => g.expires_at || "never",
+    (g) => (g.revoked_at ? g.revoked_at + " by " + g.revoked_by : null),
+    (g) => (g.revoked_at ? null : button("Revoke", () => revoke(g.grant_id, g.entitlement), "revoke")),
+  ]);
+  fillTable($("events"), view.events || [], eventColumns());
+  fillTable($("transactions"), view.transactions || [], transactionColumns);
+  cursors = { transactions: view.next_transactions_cursor, events: view.next_events_cursor };
+  $("transactions-more").hidden = !cursors.transactions;
+  $("events-more").hidden = !cursors.events;
+  $("customer-timing").textContent = "read in " + Math.round(performance.now() - started) + " ms";
   $("customer").hidden = false;
 }
 
+/** Appends the next older page of the customer's transactions or events (the other list asked for one item). */
+async function more(list) {
+  const other = list === "events" ? "transactions" : "events";
+  const query = new URLSearchParams({ [list + "_cursor"]: cursors[list], [list + "_limit"]: PAGE, [other + "_limit"]: 1 });
+  const view = await api(userPath(currentUser) + "?" + query);
+  appendRows($(list), view[list] || [], list === "events" ? eventColumns() : transactionColumns);
+  cursors[list] = view["next_" + list + "_cursor"];
+  $(list + "-more").hidden = !cursors[list];
+}
+
+/** Finds the customer by the chosen key: a user id directly, anything else through GET /v1/admin/lookup. */
 async function find(event) {
   event.preventDefault();
   say("");
-  await loadCustomer($("find-user").value).catch(report);
+  const by = $("find-by").value, value = $("find-value").value, started = performance.now();
+  try {
+    let userID = value;
+    if (by !== "user_id") {
+      try {
+        userID = (await api("/v1/admin/lookup?" + new URLSearchParams({ [by]: value }))).user_id;
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 404) {
+          $("customer").hidden = true;
+          return say("Not found: " + error.message, true);
+        }
+        throw error;
+      }
+    }
+    await openCustomer(userID, started);
+    if (by !== "user_id") say("Found by " + $("find-by").selectedOptions[0].textContent + ".");
+  } catch (error) { report(error); }
 }
 
 async function grant(event) {
@@ -154,17 +244,36 @@ async function grant(event) {
   const body = { entitlement: $("grant-entitlement").value, reason: $("grant-reason").value };
   if ($("grant-duration").value) body.duration = $("grant-duration").value;
   try {
-    await api("/v1/admin/users/" + encodeURIComponent(currentUser) + "/grants", { method: "POST", body: JSON.stringify(body) });
+    await api(userPath(currentUser) + "/grants", { method: "POST", body: JSON.stringify(body) });
     say("Granted " + body.entitlement + ".");
-    await loadCustomer(currentUser);
+    await openCustomer(currentUser);
   } catch (error) { report(error); }
 }
 
-async function revoke(grantID) {
-  if (!window.confirm("Revoke grant " + grantID + "?")) return;
+async function revoke(grantID, entitlement) {
+  if (!window.confirm("Revoke the grant of " + entitlement + " (" + grantID + ")?")) return;
   await api("/v1/admin/grants/" + encodeURIComponent(grantID), { method: "DELETE" });
   say("Revoked grant " + grantID + ".");
-  await loadCustomer(currentUser);
+  await openCustomer(currentUser);
+}
+
+async function refreshFromApple() {
+  say("Asking Apple…");
+  await api(userPath(currentUser) + "/refresh", { method: "POST" });
+  say("Refreshed from Apple.");
+  await openCustomer(currentUser);
+}
+
+async function attachOrder(event) {
+  event.preventDefault();
+  const orderID = $("attach-order").value;
+  try {
+    say("Asking Apple…");
+    const answer = await api(userPath(currentUser) + "/apple-orders", { method: "POST", body: JSON.stringify({ order_id: orderID }) });
+    say("Attached order " + orderID + (answer.transferred_from ? ", moved from user " + answer.transferred_from : "") + ".");
+    $("attach-order").value = "";
+    await openCustomer(currentUser);
+  } catch (error) { report(error); }
 }
 
 // ---- Revenue
@@ -289,45 +398,75 @@ async function downloadCSV() {
 
 // ---- Operations
 
-async function listInto(container, path, key, columns, what) {
-  let body;
-  try {
-    body = await api(path);
-  } catch (error) {
-    if (error instanceof ApiError && (error.status === 404 || error.status === 405)) return unavailable(container, what);
-    throw error;
-  }
+/**
+ * A newest-first list from `path` (its items under `key`) with an "Older" button following `next_cursor`;
+ * `columns` are [heading, field name or function of the item].
+ */
+async function pagedList(container, path, key, columns) {
   const table = document.createElement("table");
   const head = table.createTHead().insertRow();
-  for (const column of columns) {
+  for (const [heading] of columns) {
     const th = document.createElement("th");
-    th.textContent = column;
+    th.textContent = heading;
     head.appendChild(th);
   }
   table.appendChild(document.createElement("tbody"));
-  fillTable(table, body[key] || [], columns.map((c) => (item) => (typeof item[c] === "object" && item[c] !== null ? JSON.stringify(item[c]) : item[c])));
-  container.replaceChildren(table);
+  let cursor = null;
+  const older = button("Older", () => page(), "more");
+  async function page() {
+    const separator = path.includes("?") ? "&" : "?";
+    const body = await api(path + (cursor ? separator + "cursor=" + encodeURIComponent(cursor) : ""));
+    appendRows(table, body[key] || [], columns.map((c) => c[1]));
+    cursor = body.next_cursor;
+    older.hidden = !cursor;
+  }
+  await page();
+  container.replaceChildren(table, older);
 }
 
+/** The retry backlog's gauges from /metrics (read from the database by a worker, not at scrape time). */
 async function loadBacklog() {
   const response = await fetch("/metrics");
   const text = response.ok ? await response.text() : "";
-  const lines = text.split("\n").filter((line) => /^[a-z_]*(retry|backlog)[a-z_]*(\{[^}]*\})? /.test(line));
+  const help = new Map();
+  const samples = [];
+  for (const line of text.split("\n")) {
+    const described = /^# HELP ([a-z_]+) (.*)$/.exec(line);
+    if (described) help.set(described[1], described[2]);
+    const sample = /^([a-z_]*(?:retry|backlog)[a-z_]*)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (sample) samples.push({ name: sample[1] + (sample[2] || ""), value: sample[3], help: help.get(sample[1]) });
+  }
   const container = $("ops-backlog");
-  if (lines.length === 0) return unavailable(container, "The retry backlog");
-  const pre = document.createElement("pre");
-  pre.textContent = lines.join("\n");
-  container.replaceChildren(pre);
+  if (samples.length === 0) return unavailable(container, "The retry backlog");
+  const table = document.createElement("table");
+  table.id = "backlog";
+  table.appendChild(document.createElement("tbody"));
+  appendRows(table, samples, ["name", "value", "help"]);
+  container.replaceChildren(table);
+}
+
+function loadDeliveries() {
+  const status = $("deliveries-status").value;
+  return pagedList($("ops-deliveries"), "/v1/admin/webhooks/deliveries?limit=" + OPERATIONS_PAGE + (status ? "&status=" + status : ""), "deliveries", [
+    ["Created", "created_at"], ["Type", "type"], ["User", (d) => userButton(d.user_id)], ["Status", "status"],
+    ["Attempts", "attempts"], ["Last answer", "last_response_status"], ["Next attempt", "next_attempt_at"],
+    ["", (d) => redeliverButton(d.event_id, loadDeliveries)],
+  ]);
 }
 
 async function loadOperations() {
+  await loadCapabilities();
   await Promise.all([
     loadBacklog(),
-    listInto($("ops-notifications"), "/v1/admin/notifications", "notifications",
-      ["received_at", "notification_type", "subtype", "environment", "status"], "The notifications list"),
-    listInto($("ops-deliveries"), "/v1/admin/webhooks/deliveries", "deliveries",
-      ["created_at", "type", "user_id", "status", "attempts", "last_response_status"], "The webhook deliveries list"),
-    listInto($("ops-audit"), "/v1/admin/audit?limit=50", "events", ["occurred_at", "actor", "action", "subject", "user_id"], "The audit log"),
+    pagedList($("ops-notifications"), "/v1/admin/notifications?limit=" + OPERATIONS_PAGE, "notifications", [
+      ["Received", "received_at"], ["Type", "notification_type"], ["Subtype", "subtype"], ["Environment", "environment"],
+      ["State", "state"], ["Original transaction", "original_transaction_id"], ["User", (n) => userButton(n.user_id)],
+    ]),
+    loadDeliveries(),
+    pagedList($("ops-audit"), "/v1/admin/audit?limit=" + OPERATIONS_PAGE, "events", [
+      ["When", "occurred_at"], ["Actor", "actor"], ["Action", "action"], ["Subject", "subject"],
+      ["User", (e) => userButton(e.user_id)], ["After", (e) => (e.after === null ? null : JSON.stringify(e.after))],
+    ]),
   ]);
 }
 
@@ -337,6 +476,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("sign-in-form").addEventListener("submit", signIn);
   $("find-form").addEventListener("submit", find);
   $("grant-form").addEventListener("submit", grant);
+  $("attach-form").addEventListener("submit", attachOrder);
+  $("refresh-apple").addEventListener("click", () => refreshFromApple().catch(report));
+  $("transactions-more").addEventListener("click", () => more("transactions").catch(report));
+  $("events-more").addEventListener("click", () => more("events").catch(report));
+  $("deliveries-status").addEventListener("change", () => loadDeliveries().catch(report));
   $("revenue-form").addEventListener("submit", (event) => { event.preventDefault(); loadRevenue().catch(report); });
   for (const radio of document.querySelectorAll("input[name=environment]")) radio.addEventListener("change", () => loadRevenue().catch(report));
   $("download-csv").addEventListener("click", () => downloadCSV().catch(report));
@@ -345,4 +489,5 @@ document.addEventListener("DOMContentLoaded", () => {
     button.addEventListener("click", () => show(button.dataset.page));
   }
   show(sessionStorage.getItem(KEY) === null ? "sign-in" : "customers");
+  if (sessionStorage.getItem(KEY) !== null) loadCapabilities().catch(report);
 });

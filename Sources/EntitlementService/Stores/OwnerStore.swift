@@ -47,6 +47,16 @@ struct OwnerStore {
         return owners
     }
 
+    /// The owner of the purchase transaction `transactionID` belongs to (through its original transaction), if
+    /// it is stored and owned. Both steps are primary-key look-ups.
+    func owner(ofTransaction transactionID: String, on db: some PostgresQueryable) async throws -> String? {
+        try await db.query("""
+            SELECT o.user_id FROM app_store_transactions t
+              JOIN purchase_owners o ON o.original_transaction_id = t.original_transaction_id
+             WHERE t.transaction_id = $1
+            """, [transactionID]).rows.first.map { try $0.string("user_id") }
+    }
+
     /// Moves a purchase to `userID`.
     func transfer(_ originalTransactionID: String, to userID: String, on db: some PostgresQueryable) async throws {
         _ = try await db.query("""
