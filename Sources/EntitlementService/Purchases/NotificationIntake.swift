@@ -16,15 +16,7 @@ struct NotificationIntake {
     let catalog: CatalogCache
     /// How long a stored notification is left to its caller's application before the worker may take it.
     let lease: Duration
-    private let store = NotificationStore()
-
-    init(signatures: SignedDataVerifier, db: PostgresPool, recorder: PurchaseRecorder, catalog: CatalogCache, lease: Duration) {
-        self.signatures = signatures
-        self.db = db
-        self.recorder = recorder
-        self.catalog = catalog
-        self.lease = lease
-    }
+    let store = NotificationStore()
 
     /// What taking a notification came to.
     struct Outcome: Sendable {
