@@ -98,31 +98,49 @@ extension ServerAPIClient {
         environment: StoreEnvironment, start: Date, end: Date, waitMs: Int? = nil
     ) async -> ServerAPIResult<[ServerAPIHistoricNotification]> {
         let deadline = deadline(waitMs: waitMs)
-        let body = Array(#"{"endDate":\#(Self.milliseconds(end)),"startDate":\#(Self.milliseconds(start))}"#.utf8)
         var notifications: [ServerAPIHistoricNotification] = []
         var token: String?
-        while true {
-            let path = ServerAPIEndpoint.notificationHistory.pathPrefix + (token.map { "?paginationToken=" + Self.queryValue($0) } ?? "")
-            let result = await run(.notificationHistory, first: environment, fallsBack: false, deadline: deadline) { _ in
-                Request(path: path, body: body)
-            } read: { body, environment throws(ReadFailure) in
-                let history = try Self.decode(ServerAPIResponse.NotificationHistory.self, body)
-                var page = NotificationPage(token: history.paginationToken, hasMore: history.hasMore)
-                for item in history.notificationHistory {
-                    page.notifications.append(ServerAPIHistoricNotification(
-                        notification: try await self.notification(item.signedPayload, environment), sendAttempts: item.sendAttempts))
-                }
-                return page
-            }
-            guard case .answered(let answer, _) = result else { return result.failure() }
-            notifications += answer.notifications
-            guard answer.hasMore else { break }
-            guard let next = answer.token, next != token else {
-                return .unverified(detail: "Get Notification History says hasMore without a new paginationToken")
-            }
-            token = next
-        }
+        repeat {
+            let result = await notificationHistoryPage(environment: environment, start: start, end: end, paginationToken: token, deadline: deadline)
+            guard case .answered(let page, _) = result else { return result.failure() }
+            notifications += page.notifications
+            token = page.nextPaginationToken
+        } while token != nil
         return .answered(notifications, environment: environment)
+    }
+
+    /// One page of Get Notification History of `environment` from `start` to `end`: the first when
+    /// `paginationToken` is nil, else the one Apple's token of the previous page (asked with the same `start`
+    /// and `end`) names; for a caller that keeps its place between pages.
+    public func notificationHistoryPage(
+        environment: StoreEnvironment, start: Date, end: Date, paginationToken: String?, waitMs: Int? = nil
+    ) async -> ServerAPIResult<ServerAPINotificationHistoryPage> {
+        await notificationHistoryPage(environment: environment, start: start, end: end, paginationToken: paginationToken,
+                                      deadline: deadline(waitMs: waitMs))
+    }
+
+    private func notificationHistoryPage(
+        environment: StoreEnvironment, start: Date, end: Date, paginationToken token: String?, deadline: Date
+    ) async -> ServerAPIResult<ServerAPINotificationHistoryPage> {
+        let body = Array(#"{"endDate":\#(Self.milliseconds(end)),"startDate":\#(Self.milliseconds(start))}"#.utf8)
+        let path = ServerAPIEndpoint.notificationHistory.pathPrefix + (token.map { "?paginationToken=" + Self.queryValue($0) } ?? "")
+        return await run(.notificationHistory, first: environment, fallsBack: false, deadline: deadline) { _ in
+            Request(path: path, body: body)
+        } read: { body, environment throws(ReadFailure) in
+            let history = try Self.decode(ServerAPIResponse.NotificationHistory.self, body)
+            var page = ServerAPINotificationHistoryPage(notifications: [], nextPaginationToken: nil)
+            if history.hasMore {
+                guard let next = history.paginationToken, next != token else {
+                    throw ReadFailure(detail: "Get Notification History says hasMore without a new paginationToken")
+                }
+                page.nextPaginationToken = next
+            }
+            for item in history.notificationHistory {
+                page.notifications.append(ServerAPIHistoricNotification(
+                    notification: try await self.notification(item.signedPayload, environment), sendAttempts: item.sendAttempts))
+            }
+            return page
+        }
     }
 
     // MARK: - Pages
@@ -131,12 +149,6 @@ extension ServerAPIClient {
         var revision: String?
         var hasMore: Bool
         var transactions: [ServerAPISigned<AppStoreTransactionV2>] = []
-    }
-
-    private struct NotificationPage: Sendable, Hashable {
-        var token: String?
-        var hasMore: Bool
-        var notifications: [ServerAPIHistoricNotification] = []
     }
 
     // MARK: - Signed fields

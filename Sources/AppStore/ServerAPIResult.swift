@@ -71,3 +71,10 @@ public struct ServerAPIHistoricNotification: Sendable, Hashable {
     public var notification: ServerAPISigned<AppStoreNotificationV2>
     public var sendAttempts: [ServerAPIResponse.NotificationHistory.SendAttempt]
 }
+
+/// One page of Get Notification History: its notifications, verified, and Apple's `paginationToken` for the
+/// next page (nil on the last).
+public struct ServerAPINotificationHistoryPage: Sendable, Hashable {
+    public var notifications: [ServerAPIHistoricNotification]
+    public var nextPaginationToken: String?
+}

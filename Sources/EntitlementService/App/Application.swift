@@ -69,8 +69,9 @@ final class Application {
         PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(),
                        catalog: catalog, cache: cache).register(on: v1)
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
-        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, signatures: signatures, db: pool, recorder: receipts.recorder,
-                           catalog: catalog, lease: Self.notificationLease)
+        let intake = NotificationIntake(signatures: signatures, db: pool, recorder: receipts.recorder, catalog: catalog,
+                                        lease: Self.notificationLease)
+        NotificationRoutes(sharedSecret: configuration.appleSharedSecret, intake: intake)
             .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
         let admin = v1.group("/admin", AdminScope())
         AdminRoutes(db: pool, catalog: catalog, events: events).register(on: admin)
@@ -79,10 +80,17 @@ final class Application {
         CustomerRoutes(view: CustomerView(db: pool, catalog: catalog)).register(on: admin)
         var serverAPI: ServerAPIClient?
         var sync: AppleAccountSync?
+        var history: NotificationHistoryWorker.Settings?
         if let settings = ServerAPISettings(configuration) {
             let client = ServerAPIClient(http: http, settings: settings, verifier: signatures)
             serverAPI = client
             sync = AppleAccountSync(client: client, db: pool, recorder: receipts.recorder, catalog: catalog)
+            history = NotificationHistoryWorker.Settings(
+                intake: intake, client: client,
+                environments: [StoreEnvironment.production, .sandbox].filter { environment in
+                    configuration.appleSignedEnvironments.contains { $0.rawValue == environment.rawValue }
+                },
+                interval: .seconds(configuration.appleServerAPI.notificationHistoryIntervalS), retry: retry)
         }
         AppleAdminRoutes(sync: sync, reader: reader).register(on: admin)
         LookupRoutes(lookup: CustomerLookup(db: pool)).register(on: admin)
@@ -98,7 +106,8 @@ final class Application {
             NotificationWorker.make(recorder: receipts.recorder, catalog: catalog, retry: retry, lease: Self.notificationLease,
                                     intervalMs: 500),
             ExpirationWorker.make(db: pool, events: events, intervalMs: 500),
-        ]
+        ] + (history.map { [NotificationHistoryWorker.make($0, pollMs: 1_000)] } ?? [])
+        if let history { try await NotificationHistoryWorker.dueAtStart(history) }
         let pool = pool
         webhooks = configuration.webhooks.map { WebhookDispatcher(db: pool, settings: $0, conninfo: databaseURL) }
         registerMetrics()

@@ -16,17 +16,12 @@ import Foundation
 ///
 /// Answers: 200 received; 400 not a JSON object or an undecodable V1 body; 401 a wrong V1 password or a V2
 /// signature or chain that does not verify; 422 a verified V2 payload that does not decode or is for another
-/// app or environment; 503 when it could not be stored.
+/// app or environment; 503 when it could not be stored. Verifying, storing and applying are `NotificationIntake`'s,
+/// which the notification history recovery shares.
 @Loop
 struct NotificationRoutes {
     let sharedSecret: String?
-    let signatures: SignedDataVerifier
-    let db: PostgresPool
-    let recorder: PurchaseRecorder
-    let catalog: CatalogCache
-    /// How long a stored notification is left to the request that stored it before the worker may take it.
-    let lease: Duration
-    let store = NotificationStore()
+    let intake: NotificationIntake
 
     /// Registers the route on `apple`: the `/v1` group of Apple's calls (no bearer key: the notification proves
     /// itself; its changes visible on this instance once answered, as for every write).
@@ -44,29 +39,16 @@ struct NotificationRoutes {
             guard let jws = signedPayload as? String else {
                 throw ProblemError.badRequest("signedPayload must be a string (a compact JWS).", field: "signedPayload")
             }
-            incoming = try await signed(jws)
+            incoming = try await intake.verified(jws)
         } else {
             incoming = try version1(request.body, object: object)
         }
-        let stored = try await store.insert(incoming, lease: lease, on: db)
-        let state = stored && incoming.state == .received ? await applyNow(incoming) : incoming.state
+        let outcome = try await intake.take(incoming)
         Log.info("app_store_notification", ["request_id": request.requestID, "notification_uuid": incoming.uuid, "version": incoming.version,
                                              "type": incoming.type, "subtype": incoming.subtype, "environment": incoming.environment,
-                                             "original_transaction_id": incoming.originalTransactionID, "duplicate": !stored,
-                                             "state": stored ? state.rawValue : nil])
+                                             "original_transaction_id": incoming.originalTransactionID, "duplicate": !outcome.stored,
+                                             "state": outcome.stored ? outcome.state.rawValue : nil])
         return .json(["status": "received"])
-    }
-
-    /// Applies a notification just stored: `applied` or `parked`, or still `received` when that failed (the
-    /// worker applies it then).
-    private func applyNow(_ notification: StoredNotification) async -> NotificationState {
-        do {
-            let application = try await recorder.applyReceived(notification, catalog: try await catalog.current())
-            return application.map { $0.owner == nil ? .parked : .applied } ?? .applied
-        } catch {
-            Log.warning("app_store_notification_apply_deferred", ["notification_uuid": notification.uuid, "error": String(describing: error)])
-            return .received
-        }
     }
 
     /// A version 1 notification: decoded, its password checked, keyed by the SHA-256 of the body and stored
@@ -92,51 +74,5 @@ struct NotificationRoutes {
             type: notification.notificationType, subtype: nil, signedDate: Date(), environment: (notification.environment ?? .production).rawValue,
             originalTransactionID: subject?.originalTransactionID, transactionID: subject?.transactionID, signedPayload: stored,
             transactionInfo: nil, renewalInfo: nil, state: transactions.isEmpty ? .ignored : .received)
-    }
-
-    /// A version 2 notification, verified with its signed parts.
-    private func signed(_ jws: String) async throws -> StoredNotification {
-        let verified = try await verify(part: "signedPayload") { () async throws(SignedDataError) in try await signatures.verifyNotification(jws) }
-        let notification = verified.payload
-        guard let uuid = notification.notificationUUID, InputRules.isText(uuid, maxLength: 200) else {
-            throw ProblemError(status: 422, detail: "The signed payload has no notificationUUID.", extra: ["field": "signedPayload"])
-        }
-        var transaction: VerifiedSignedData<AppStoreTransactionV2>?
-        if let info = notification.signedTransactionInfo {
-            transaction = try await verify(part: "data.signedTransactionInfo") { () async throws(SignedDataError) in try await signatures.verifyTransaction(info) }
-        }
-        var renewal: VerifiedSignedData<AppStoreRenewalInfoV2>?
-        if let info = notification.signedRenewalInfo {
-            renewal = try await verify(part: "data.signedRenewalInfo") { () async throws(SignedDataError) in try await signatures.verifyRenewalInfo(info) }
-        }
-        let state: NotificationState = switch notification.disposition {
-        case .record: .received
-        case .ignore: .ignored
-        }
-        return StoredNotification(
-            uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
-            signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
-            environment: verified.environment.rawValue,
-            originalTransactionID: transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID,
-            transactionID: transaction?.payload.transaction.transactionID, signedPayload: jws,
-            transactionInfo: transaction?.json, renewalInfo: renewal?.json, state: state)
-    }
-
-    /// The payload `verify` verifies (the notification or one of its `part`s): 401 when its signature or chain
-    /// does not verify, 422 when it verifies but is for another app or environment or does not decode. The
-    /// reason is logged.
-    private func verify<Payload>(part: String, _ verify: () async throws(SignedDataError) -> VerifiedSignedData<Payload>) async throws -> VerifiedSignedData<Payload> {
-        do {
-            return try await verify()
-        } catch {
-            Log.warning("app_store_notification_refused", ["part": part, "status": error.status.rawValue, "reason": error.reason])
-            if error.isAuthenticityFailure {
-                throw ProblemError(status: 401, detail: "The signed payload (\(part)) is not signed by a trusted App Store certificate chain.",
-                                   extra: ["field": "signedPayload"])
-            }
-            let at = error.field.map { "\(part): \($0)" } ?? part
-            throw ProblemError(status: 422, detail: "The signed payload (\(at)) does not decode or is for another app or environment.",
-                               extra: ["field": "signedPayload"])
-        }
     }
 }

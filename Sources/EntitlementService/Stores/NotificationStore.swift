@@ -115,6 +115,13 @@ struct NotificationStore {
             """, [uuid, delay, error])
     }
 
+    /// When the newest notification of `environment` was received; nil when none was.
+    func lastReceived(in environment: String, on db: some PostgresQueryable) async throws -> Date? {
+        try await db.query("""
+            SELECT max(received_at) AS last FROM app_store_notifications WHERE environment = $1
+            """, [environment]).rows.first?.optionalDate("last")
+    }
+
     /// What `GET /v1/admin/notifications` asks for: at most `limit` notifications received before `cursor`
     /// (the newest when nil), optionally only those of `type`.
     struct Query: Sendable {

@@ -1,0 +1,92 @@
+import AppStore
+import ServiceRuntime
+import EntitlementModel
+import Foundation
+
+/// The one way an App Store notification enters the service, whether Apple posts it or it is recovered from
+/// Apple's notification history: a version 2 `signedPayload` verified with its signed transaction and renewal
+/// info by the one `SignedDataVerifier`, stored once per `notificationUUID` (`NotificationStore`, a unique
+/// key) and then applied where possible (`PurchaseRecorder.applyReceived`); what could not be applied is left
+/// `received` for `NotificationWorker`.
+@Loop
+struct NotificationIntake {
+    let signatures: SignedDataVerifier
+    let db: PostgresPool
+    let recorder: PurchaseRecorder
+    let catalog: CatalogCache
+    /// How long a stored notification is left to its caller's application before the worker may take it.
+    let lease: Duration
+    let store = NotificationStore()
+
+    /// What taking a notification came to.
+    struct Outcome: Sendable {
+        /// False when a notification with its uuid was stored already (nothing changed).
+        var stored: Bool
+        /// Where the notification stands when it was stored by this call.
+        var state: NotificationState
+    }
+
+    /// Stores `notification` unless its uuid is stored already, then applies it when it is `received`:
+    /// `applied` or `parked`, or still `received` when applying failed (the worker applies it then). A
+    /// database failure to store it is thrown: nothing was stored.
+    func take(_ notification: StoredNotification) async throws -> Outcome {
+        let stored = try await store.insert(notification, lease: lease, on: db)
+        guard stored else { return Outcome(stored: false, state: notification.state) }
+        guard notification.state == .received else { return Outcome(stored: true, state: notification.state) }
+        do {
+            let application = try await recorder.applyReceived(notification, catalog: try await catalog.current())
+            return Outcome(stored: true, state: application.map { $0.owner == nil ? .parked : .applied } ?? .applied)
+        } catch {
+            Log.warning("app_store_notification_apply_deferred", ["notification_uuid": notification.uuid, "error": String(describing: error)])
+            return Outcome(stored: true, state: .received)
+        }
+    }
+
+    /// A version 2 notification verified with its signed parts, ready to store: `received`, or `ignored` when
+    /// it records nothing. Throws 401 when a signature or chain does not verify, 422 when a part verifies but
+    /// is for another app or environment or does not decode, or the payload has no `notificationUUID`.
+    func verified(_ jws: String) async throws -> StoredNotification {
+        let verified = try await verify(part: "signedPayload") { () async throws(SignedDataError) in try await signatures.verifyNotification(jws) }
+        let notification = verified.payload
+        guard let uuid = notification.notificationUUID, InputRules.isText(uuid, maxLength: 200) else {
+            throw ProblemError(status: 422, detail: "The signed payload has no notificationUUID.", extra: ["field": "signedPayload"])
+        }
+        var transaction: VerifiedSignedData<AppStoreTransactionV2>?
+        if let info = notification.signedTransactionInfo {
+            transaction = try await verify(part: "data.signedTransactionInfo") { () async throws(SignedDataError) in try await signatures.verifyTransaction(info) }
+        }
+        var renewal: VerifiedSignedData<AppStoreRenewalInfoV2>?
+        if let info = notification.signedRenewalInfo {
+            renewal = try await verify(part: "data.signedRenewalInfo") { () async throws(SignedDataError) in try await signatures.verifyRenewalInfo(info) }
+        }
+        let state: NotificationState = switch notification.disposition {
+        case .record: .received
+        case .ignore: .ignored
+        }
+        return StoredNotification(
+            uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
+            signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
+            environment: verified.environment.rawValue,
+            originalTransactionID: transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID,
+            transactionID: transaction?.payload.transaction.transactionID, signedPayload: jws,
+            transactionInfo: transaction?.json, renewalInfo: renewal?.json, state: state)
+    }
+
+    /// The payload `verify` verifies (the notification or one of its `part`s): 401 when its signature or chain
+    /// does not verify, 422 when it verifies but is for another app or environment or does not decode. The
+    /// reason is logged.
+    private func verify<Payload>(part: String, _ verify: () async throws(SignedDataError) -> VerifiedSignedData<Payload>) async throws -> VerifiedSignedData<Payload> {
+        do {
+            return try await verify()
+        } catch {
+            Log.warning("app_store_notification_refused", ["part": part, "status": error.status.rawValue, "reason": error.reason])
+            if error.isAuthenticityFailure {
+                throw ProblemError(status: 401, detail: "The signed payload (\(part)) is not signed by a trusted App Store certificate chain.",
+                                   extra: ["field": "signedPayload"])
+            }
+            let at = error.field.map { "\(part): \($0)" } ?? part
+            throw ProblemError(status: 422, detail: "The signed payload (\(at)) does not decode or is for another app or environment.",
+                               extra: ["field": "signedPayload"])
+        }
+    }
+}
