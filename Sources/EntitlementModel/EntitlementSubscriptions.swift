@@ -106,12 +106,18 @@ enum SubscriptionRules {
 
     /// When an upgraded transaction stopped counting: its cancellation date (Apple's upgrade time) when given,
     /// else the purchase of the next transaction in the chain (the upgrade itself); with neither, its purchase.
+    /// A transaction Apple's flag never reached (Get All Subscription Statuses and signed notifications show only
+    /// the newest transaction of a subscription) was upgraded when a later transaction of another product began
+    /// before its expiry: an upgrade starts at once, where a downgrade or crossgrade waits for the renewal.
     /// Nil for a transaction that was not upgraded.
     private static func upgradeDate(of transaction: StoreTransaction, in chain: [OwnedTransaction]) -> Date? {
-        guard transaction.isUpgraded else { return nil }
+        let later = chain.lazy.map(\.transaction).filter { $0.purchaseDate > transaction.purchaseDate }
+        guard transaction.isUpgraded else {
+            guard let expires = transaction.expiresDate else { return nil }
+            return later.filter { $0.productID != transaction.productID && $0.purchaseDate < expires }.map(\.purchaseDate).min()
+        }
         if let cancelled = transaction.cancellationDate { return cancelled }
-        return chain.lazy.map(\.transaction.purchaseDate).filter { $0 > transaction.purchaseDate }.min()
-            ?? transaction.purchaseDate
+        return later.map(\.purchaseDate).min() ?? transaction.purchaseDate
     }
 
     /// Inactive claims for a transaction that no longer decides anything.

@@ -264,6 +264,24 @@ extension JSONValue {
         ])
     }
 
+    /// Get All Subscription Statuses shows only the newest transaction, so the upgraded one may never carry
+    /// Apple's flag: a later transaction of another product beginning before its expiry ended it all the same,
+    /// and refunding the upgrade leaves nothing active.
+    @Test func anUpgradeKnownOnlyByItsOverlapEndsTheEarlierProduct() throws {
+        let chain = [
+            subscription("6001", original: "6000", product: ID.monthly, purchased: "2026-01-10T00:00:00Z",
+                         expires: "2026-02-10T00:00:00Z"),
+            subscription("6002", original: "6000", product: ID.annual, purchased: "2026-01-20T00:00:00Z",
+                         expires: "2027-01-20T00:00:00Z", cancelled: "2026-01-25T00:00:00Z"),
+        ]
+        let upgraded = try evaluate(chain, at: "2026-01-22T00:00:00Z")
+        #expect(upgraded.entitlements == ["premium": store(ID.annual, original: "6000", expires: "2027-01-20T00:00:00Z")])
+        let refunded = try evaluate(chain, at: "2026-01-26T00:00:00Z")
+        #expect(refunded.entitlements == [
+            "premium": store(ID.annual, original: "6000", expires: "2026-01-25T00:00:00Z", inactive: .refunded),
+        ])
+    }
+
     @Test func anUpgradeIsNotARefund() throws {
         // An upgraded transaction whose expiry is later than its replacement's still does not decide.
         let chain = [
