@@ -103,7 +103,7 @@ extension ServerAPIClient {
         repeat {
             let result = await notificationHistoryPage(environment: environment, start: start, end: end, paginationToken: token, deadline: deadline)
             guard case .answered(let page, _) = result else { return result.failure() }
-            notifications += page.notifications
+            notifications += page.notifications  // refused ones are left out, as a page's reader leaves them
             token = page.nextPaginationToken
         } while token != nil
         return .answered(notifications, environment: environment)
@@ -136,8 +136,12 @@ extension ServerAPIClient {
                 page.nextPaginationToken = next
             }
             for item in history.notificationHistory {
-                page.notifications.append(ServerAPIHistoricNotification(
-                    notification: try await self.notification(item.signedPayload, environment), sendAttempts: item.sendAttempts))
+                do throws(ReadFailure) {
+                    page.notifications.append(ServerAPIHistoricNotification(
+                        notification: try await self.notification(item.signedPayload, environment), sendAttempts: item.sendAttempts))
+                } catch {
+                    page.refused.append(error.detail)
+                }
             }
             return page
         }

@@ -76,5 +76,8 @@ public struct ServerAPIHistoricNotification: Sendable, Hashable {
 /// next page (nil on the last).
 public struct ServerAPINotificationHistoryPage: Sendable, Hashable {
     public var notifications: [ServerAPIHistoricNotification]
+    /// Why each notification of the page whose signed payload was refused was refused (never the payload): one
+    /// bad notification is left out rather than failing the page, which would stop the history at it for good.
+    public var refused: [String] = []
     public var nextPaginationToken: String?
 }

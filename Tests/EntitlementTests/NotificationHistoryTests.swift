@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import EntitlementService
 @testable import ServiceRuntime
+@testable import FakeAppStore
 
 /// Notification history recovery: notifications Apple sent while the service was stopped are fetched from Get
 /// Notification History at start (both environments), stored and applied once through the notification route's
@@ -103,6 +104,36 @@ struct NotificationHistoryTests {
             #expect(repeatedFootprint == recoveredFootprint)
             #expect((try await Self.entitlements("hal", port: thirdPort)["consumables"] as? [String: Any])?["coins"] as? Int == 100)
             await third.shutdown()
+        }
+    }
+
+    /// A notification of the history whose signed payload is refused is left out and the run goes on: the
+    /// good notifications around it on the same page are stored and applied, and the run completes, so one bad
+    /// notification never stops the history at its page.
+    @Test @Loop func aRefusedNotificationIsLeftOutAndTheRunCompletes() async throws {
+        try await ServiceHarness.run(serverAPI: true) { service in
+            #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
+            let url = JSONValue.string("http://127.0.0.1:\(service.port)/v1/notifications/app-store")
+            let token = try #require(try await service.request("GET", "/v1/users/ivy/app-account-token").json()["app_account_token"] as? String)
+            await service.application.shutdown()
+            let now = Int64(Date().timeIntervalSince1970 * 1_000)
+            _ = try await service.fakeBuy(["product_id": .string(Self.monthly), "type": "auto_renewable", "environment": "Production",
+                                           "app_account_token": .string(token), "notify": ["url": url]])
+            service.fake.notificationLog.record(
+                .init(uuid: UUID().uuidString.lowercased(), signedPayload: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln", environment: .production,
+                      type: "DID_RENEW", subtype: nil, originalTransactionID: nil, attempts: []),
+                attempt: now, result: "NO_RESPONSE")
+            _ = try await service.fakeBuy(["product_id": "com.example.coins.100", "type": "consumable", "environment": "Production",
+                                           "app_account_token": .string(token), "notify": ["url": url]])
+            let started = Date()
+            let (second, port) = try await Self.startInstance(service)
+            #expect(try await eventually(timeout: 30) { try await Self.appliedNotifications(service, "ivy") == 2 })
+            #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service, since: started) })
+            #expect(try await service.sql("SELECT 1 FROM app_store_notifications WHERE user_id = 'ivy'").count == 2)
+            let after = try await Self.entitlements("ivy", port: port)
+            #expect(after.entitlement("premium")?["active"] as? Bool == true)
+            #expect((after["consumables"] as? [String: Any])?["coins"] as? Int == 100)
+            await second.shutdown()
         }
     }
 

@@ -74,6 +74,10 @@ enum NotificationHistoryWorker {
             for item in page.notifications {
                 tally.count(try await take(item, settings.intake), environment: run.environment)
             }
+            for detail in page.refused {
+                Log.warning("notification_history_refused", ["environment": run.environment, "error": detail])
+                tally.count(.refused, environment: run.environment)
+            }
             tally.pages += 1
             guard let next = page.nextPaginationToken else { break }
             guard try await store.advance(run, to: next, lease: lease, on: settings.intake.db) else { return takenOver(run) }
