@@ -25,10 +25,12 @@ import ServiceRuntime
 ///   "public_key" (PEM), "production_path": "", "sandbox_path": "/sandbox"}`. The key is fresh per start, or
 ///   kept in `FAKE_APPLE_API_KEY_FILE` (created there when missing).
 /// - `PUT /control/server-api/config` `{"latency_ms", "outage", "rate_limit_per_second": N|null,
-///   "fault_rate": 0...1, "fault_error_code", "fault_seed"}` (members left out keep their value); `GET` reads
-///   it. An outage answers 503; the rate limit answers 429 `4290000` beyond N requests per second per
-///   endpoint and environment, `Retry-After` the next second in UNIX milliseconds; the fault rate answers
-///   that share of requests with `fault_error_code` (default `5000001`, HTTP 500).
+///   "fault_rate": 0...1, "fault_error_code", "fault_seed", "fault_mix": [step, …]|null}` (members left out
+///   keep their value); `GET` reads it. An outage answers 503; the rate limit answers 429 `4290000` beyond N
+///   requests per second per endpoint and environment, `Retry-After` the next second in UNIX milliseconds; the
+///   fault rate answers that share of requests with `fault_error_code` (default `5000001`, HTTP 500), or, with
+///   a fault mix (steps as in scenarios: a code, a status, a delay past the client's timeout, a drop), with
+///   one of its steps drawn at random (seeded).
 /// - `POST /control/server-api/scenarios` `{"endpoint"?: "transaction_info"|"transaction_history"|
 ///   "subscription_statuses"|"order_lookup"|"notification_history", "environment"?: "Production"|"Sandbox",
 ///   "steps": [{"status"?, "error_code"?, "error_message"?, "retry_after_ms"?, "retry_after"?, "delay_ms"?,
@@ -37,7 +39,9 @@ import ServiceRuntime
 ///   error code's (`4040010` → 404); a 429 carries `Retry-After` `retry_after_ms` (default 1000) after the
 ///   answer, as UNIX milliseconds; a step with neither status nor code answers from the store (after its
 ///   delay). A refused token is 401 before any step.
-/// - `GET /control/server-api/requests`: `{"count", "counts": {"<endpoint>.<environment>": N}, "requests":
+/// - `GET /control/server-api/requests`: `{"count", "counts": {"<endpoint>.<environment>": N}, "statuses":
+///   {"<HTTP status>": N}, "faults", "dropped", "retry_after": {"early", "longest_honoured_ms", "in_flight_ms"}
+///   (`FakeServerAPITally`: requests that came during a 429's hold, and the longest hold kept), "requests":
 ///   [{"endpoint", "environment", "path", "status", "refusal", "token": {"alg", "kid", "typ", "iss", "bid",
 ///   "aud", "iat", "exp"}}]}` (the newest 1000; the token's claims as read, never the token).
 extension FakeAppStore {
@@ -240,7 +244,8 @@ extension FakeAppStore {
     private static let stepKeys: Set<String> = ["status", "error_code", "error_message", "retry_after_ms", "retry_after", "delay_ms", "drop"]
 
     private func configureServerAPI(_ request: HTTPRequest) throws -> HTTPResponse {
-        let body = try FakeControlBody(request, allowed: ["latency_ms", "outage", "rate_limit_per_second", "fault_rate", "fault_error_code", "fault_seed"])
+        let body = try FakeControlBody(request, allowed: ["latency_ms", "outage", "rate_limit_per_second", "fault_rate", "fault_error_code", "fault_seed",
+                                                          "fault_mix"])
         var settings = serverAPI.settings
         settings.latencyMs = try body.int("latency_ms", in: 0...FakeAppStoreConfiguration.maxDelayMs) ?? settings.latencyMs
         settings.outage = try body.bool("outage") ?? settings.outage
@@ -252,8 +257,34 @@ extension FakeAppStore {
         settings.faultRate = try body.number("fault_rate", in: 0...1) ?? settings.faultRate
         settings.faultErrorCode = try body.int("fault_error_code", in: 4_000_000...5_999_999) ?? settings.faultErrorCode
         settings.faultSeed = try body.int("fault_seed", in: 0...Int.max).map(UInt64.init) ?? settings.faultSeed
+        if body.isNull("fault_mix") {
+            settings.faultMix = []
+        } else if let mix = try body.objects("fault_mix", allowed: Self.stepKeys, limit: 100) {
+            settings.faultMix = try mix.map(Self.step)
+        }
         serverAPI.configure(settings)
         return serverAPISettingsResponse()
+    }
+
+    /// One step of a scenario or of the fault mix.
+    private static func step(_ step: FakeControlBody) throws -> FakeServerAPIState.Step {
+        FakeServerAPIState.Step(
+            status: try step.int("status", in: 100...599), errorCode: try step.int("error_code", in: 1_000_000...9_999_999),
+            errorMessage: try step.string("error_message"), retryAfterMs: try step.int("retry_after_ms", in: 0...86_400_000),
+            retryAfter: try step.string("retry_after"),
+            delayMs: try step.int("delay_ms", in: 0...FakeAppStoreConfiguration.maxDelayMs) ?? 0, drop: try step.bool("drop") ?? false)
+    }
+
+    private static func stepJSON(_ step: FakeServerAPIState.Step) -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        members["status"] = step.status.map(JSONValue.int)
+        members["error_code"] = step.errorCode.map(JSONValue.int)
+        members["error_message"] = step.errorMessage.map(JSONValue.string)
+        members["retry_after_ms"] = step.retryAfterMs.map(JSONValue.int)
+        members["retry_after"] = step.retryAfter.map(JSONValue.string)
+        if step.delayMs > 0 { members["delay_ms"] = .int(step.delayMs) }
+        if step.drop { members["drop"] = .bool(true) }
+        return .object(members)
     }
 
     private func serverAPISettingsResponse() -> HTTPResponse {
@@ -262,7 +293,7 @@ extension FakeAppStore {
             "latency_ms": .int(settings.latencyMs), "outage": .bool(settings.outage),
             "rate_limit_per_second": settings.ratePerSecond.map(JSONValue.int) ?? .null,
             "fault_rate": .double(settings.faultRate), "fault_error_code": .int(settings.faultErrorCode),
-            "fault_seed": .int(Int(settings.faultSeed)),
+            "fault_seed": .int(Int(settings.faultSeed)), "fault_mix": .array(settings.faultMix.map(Self.stepJSON)),
         ] as JSONValue)
     }
 
@@ -273,13 +304,7 @@ extension FakeAppStore {
         guard let list = try body.objects("steps", allowed: Self.stepKeys, limit: 1_000) else {
             throw body.problem("steps", "an array of 1 to 1000 steps")
         }
-        let steps = try list.map { step in
-            FakeServerAPIState.Step(
-                status: try step.int("status", in: 100...599), errorCode: try step.int("error_code", in: 1_000_000...9_999_999),
-                errorMessage: try step.string("error_message"), retryAfterMs: try step.int("retry_after_ms", in: 0...86_400_000),
-                retryAfter: try step.string("retry_after"),
-                delayMs: try step.int("delay_ms", in: 0...FakeAppStoreConfiguration.maxDelayMs) ?? 0, drop: try step.bool("drop") ?? false)
-        }
+        let steps = try list.map(Self.step)
         serverAPI.setScenario(steps, for: key)
         return .json([
             "endpoint": key.endpoint.map { .string($0.rawValue) } ?? .null,
@@ -288,9 +313,14 @@ extension FakeAppStore {
     }
 
     private func serverAPIRequestsResponse() -> HTTPResponse {
-        .json([
+        let tally = serverAPI.tally
+        return .json([
             "count": .int(serverAPI.counts.values.reduce(0, +)),
             "counts": .object(serverAPI.counts.mapValues(JSONValue.int)),
+            "statuses": .object(Dictionary(uniqueKeysWithValues: tally.statuses.map { (String($0.key), JSONValue.int($0.value)) })),
+            "faults": .int(tally.faults), "dropped": .int(tally.dropped),
+            "retry_after": ["early": .int(tally.early), "longest_honoured_ms": .int(Int(tally.longestHonouredMs)),
+                            "in_flight_ms": .int(Int(FakeServerAPITally.inFlightMs))],
             "requests": .array(serverAPI.received.map { received in
                 var token: JSONValue = .null
                 if let claims = received.token {

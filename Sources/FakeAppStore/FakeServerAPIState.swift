@@ -15,11 +15,14 @@ struct FakeServerAPIState {
         /// Requests per second per endpoint and environment; more in the same second are answered 429 with
         /// `Retry-After` the next second (UNIX milliseconds). Nil: no limit.
         var ratePerSecond: Int?
-        /// The share of requests (0...1) answered `faultErrorCode` instead, drawn from a generator seeded by
-        /// `faultSeed` so that a run can be replayed.
+        /// The share of requests (0...1) answered `faultErrorCode` instead (or one of `faultMix`), drawn from a
+        /// generator seeded by `faultSeed` so that a run can be replayed.
         var faultRate = 0.0
         var faultErrorCode = 5_000_001
         var faultSeed: UInt64 = 1
+        /// The faults to draw from, each as likely (any kind of step: an error code, a status, a delay past the
+        /// client's timeout, a dropped connection); empty: `faultErrorCode` alone.
+        var faultMix: [Step] = []
     }
 
     /// One programmed answer, taken in order by the requests its scenario matches.
@@ -88,6 +91,8 @@ struct FakeServerAPIState {
     private var faults: SplitMix64
     private(set) var received: [Received] = []
     private(set) var counts: [String: Int] = [:]
+    /// What was answered, and whether clients held back after each 429 until its `Retry-After`.
+    private(set) var tally = FakeServerAPITally()
     private var sequence = 0
 
     init(settings: Settings = Settings()) {
@@ -123,11 +128,18 @@ struct FakeServerAPIState {
         sequence += 1
         if received.count == Self.keptRequests { received.removeFirst() }
         received.append(Received(sequence: sequence, endpoint: endpoint, environment: environment, path: path, refusal: refusal, token: token))
-        return (choose(endpoint, environment, refused: refusal != nil, now: now), sequence)
+        tally.arrived(now: now)
+        let chosen = choose(endpoint, environment, refused: refusal != nil, now: now)
+        if case .respond(429, let retryAfter?, _, let delay) = chosen, let until = Int64(retryAfter) {
+            tally.rateLimited(answeredAt: now + Int64(delay), until: until)
+        }
+        if case .drop = chosen { tally.dropped += 1 }
+        return (chosen, sequence)
     }
 
     /// Notes the HTTP status the request `sequence` was answered with.
     mutating func answered(_ sequence: Int, status: Int) {
+        tally.statuses[status, default: 0] += 1
         guard let index = received.lastIndex(where: { $0.sequence == sequence }) else { return }
         received[index].status = status
     }
@@ -138,17 +150,7 @@ struct FakeServerAPIState {
             return .respond(status: 503, retryAfter: nil, body: .text("Service Unavailable (fake outage)\n"), delayMs: latency)
         }
         if refused { return .respond(status: 401, retryAfter: nil, body: .text("Unauthenticated\n"), delayMs: latency) }
-        if let step = nextStep(endpoint, environment) {
-            let delay = latency + step.delayMs
-            if step.drop { return .drop(delayMs: delay) }
-            guard step.status != nil || step.errorCode != nil else { return .serve(delayMs: delay) }
-            let status = step.status ?? step.errorCode! / 10_000
-            let retryAfter = step.retryAfter ?? (status == 429 ? String(now + Int64(step.retryAfterMs ?? 1_000)) : nil)
-            let code = step.errorCode ?? (status == 429 ? 4_290_000 : nil)
-            let body: Body = code.map { .error(code: $0, message: step.errorMessage ?? Self.message($0)) }
-                ?? .text(status == 401 ? "Unauthenticated\n" : "HTTP \(status) (fake)\n")
-            return .respond(status: status, retryAfter: retryAfter, body: body, delayMs: delay)
-        }
+        if let step = nextStep(endpoint, environment) { return decision(step, now: now) }
         if let limit = settings.ratePerSecond {
             let key = endpoint.budgetKey(in: environment), second = now / 1_000
             let count = (window[key]?.second == second ? window[key]!.count : 0) + 1
@@ -159,10 +161,27 @@ struct FakeServerAPIState {
             }
         }
         if settings.faultRate > 0, Double.random(in: 0..<1, using: &faults) < settings.faultRate {
+            tally.faults += 1
+            guard settings.faultMix.isEmpty else {
+                return decision(settings.faultMix[Int.random(in: 0..<settings.faultMix.count, using: &faults)], now: now)
+            }
             let code = settings.faultErrorCode
             return .respond(status: code / 10_000, retryAfter: nil, body: .error(code: code, message: Self.message(code)), delayMs: latency)
         }
         return .serve(delayMs: latency)
+    }
+
+    /// What `step` answers, after the latency and its own delay.
+    private func decision(_ step: Step, now: Int64) -> Decision {
+        let delay = settings.latencyMs + step.delayMs
+        if step.drop { return .drop(delayMs: delay) }
+        guard step.status != nil || step.errorCode != nil else { return .serve(delayMs: delay) }
+        let status = step.status ?? step.errorCode! / 10_000
+        let retryAfter = step.retryAfter ?? (status == 429 ? String(now + Int64(step.retryAfterMs ?? 1_000)) : nil)
+        let code = step.errorCode ?? (status == 429 ? 4_290_000 : nil)
+        let body: Body = code.map { .error(code: $0, message: step.errorMessage ?? Self.message($0)) }
+            ?? .text(status == 401 ? "Unauthenticated\n" : "HTTP \(status) (fake)\n")
+        return .respond(status: status, retryAfter: retryAfter, body: body, delayMs: delay)
     }
 
     /// Takes the next step of the most specific scenario that matches and has one left.
