@@ -45,7 +45,11 @@ public enum RFC3339 {
         case .postgreSQL:
             if reference >= postgresLimit { return "infinity" }
             if reference <= -postgresLimit { return "-infinity" }
-            let milliseconds = reference.isNaN ? -Double(CivilCalendar.unixOfReferenceDate) * 1000 : (reference * 1000).rounded(.down)
+            // Milliseconds, truncated; but a `Date` made from Apple's milliseconds is not exact in binary (it may
+            // fall a few ten-thousandths of a millisecond short), so within a microsecond below a millisecond
+            // counts as that millisecond: plain truncation stored about a quarter of Apple's dates 1 ms early.
+            let milliseconds = reference.isNaN
+                ? -Double(CivilCalendar.unixOfReferenceDate) * 1000 : (reference * 1000 + 0.001).rounded(.down)
             let (seconds, remainder) = floorDivision(Int64(milliseconds), 1000)
             bounded = Double(seconds)
             millisecond = Int(remainder)

@@ -132,6 +132,18 @@ import Testing
         #expect(RFC3339.date(from: "infinity") == nil)
     }
 
+    /// Apple's dates are milliseconds since 1970; a `Date` made from one is not exact in binary, and the
+    /// server's form must still name that millisecond, not the one before.
+    @Test func thePostgreSQLDialectKeepsAppleMillisecondsExact() {
+        var early = 0
+        for step in 0..<20_000 {
+            let ms = Int64(1_700_000_000_000) + Int64(step) * 7_919
+            let text = RFC3339.string(from: Date(timeIntervalSince1970: Double(ms) / 1_000), dialect: .postgreSQL)
+            if !text.hasSuffix(String(format: ".%03dZ", Int(ms % 1_000))) { early += 1 }
+        }
+        #expect(early == 0)
+    }
+
     @Test func civilCalendarRoundTripsDayNumbers() {
         for days in stride(from: Int64(-800_000), through: 3_000_000, by: 997) {
             let civil = CivilCalendar.civil(fromDays: days)
