@@ -17,7 +17,8 @@ extension DerivedEntitlementEvent {
     ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
     /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, otherwise
     ///   `expiration`;
-    /// - a balance going up → `consumable_purchase`, down → `refund`.
+    /// - a balance going up → `consumable_purchase` (`refund_reversed` by a `REFUND_REVERSED` notification), down
+    ///   → `refund`.
     /// A difference none of these names (say, a lapsed purchase first seen) takes the notification's own
     /// meaning when there is one, else `expiration` for a claim that is not active, else `renewal`.
     public static func derive(before: EntitlementState, after: EntitlementState,
@@ -41,7 +42,11 @@ extension DerivedEntitlementEvent {
             if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
-            if let consumable = Self.consumableChange(before: before, after: after) {
+            if var consumable = Self.consumableChange(before: before, after: after) {
+                if consumable == .consumablePurchase, let type = report.notificationType,
+                   Self.meaning(ofNotification: type, subtype: report.subtype) == .refundReversed {
+                    consumable = .refundReversed  // a refund's debit credited back
+                }
                 let bought = report.transactions
                     .filter { report.productTypes[$0.productID] == .consumable }
                     .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }

@@ -221,6 +221,12 @@ import Testing
         #expect(credited == DerivedEntitlementEvent(type: .consumablePurchase, productID: "coins", transactionID: "4", originalTransactionID: "4"))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: []))?.type == .refund)
+        // A refund's debit credited back by Apple's reversal, and refunded again.
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 0]), after: EntitlementState(consumables: ["coins": 100]),
+                                               cause: Self.appStore([coins], new: [], notification: "REFUND_REVERSED"))
+                == DerivedEntitlementEvent(type: .refundReversed, productID: "coins", transactionID: "4", originalTransactionID: "4"))
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
+                                               cause: Self.appStore([coins], new: [], notification: "REFUND"))?.type == .refund)
     }
 
     // MARK: - Time, admin, spends and transfers

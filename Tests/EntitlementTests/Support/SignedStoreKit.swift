@@ -41,6 +41,8 @@ struct SignedStoreKit: @unchecked Sendable {
         var appAccountToken: String? = nil
         var quantity = 1
         var environment = "Production"
+        /// Apple's `inAppOwnershipType`: `PURCHASED` or `FAMILY_SHARED`.
+        var ownership = "PURCHASED"
         var bundleID = ServiceHarness.bundleID
         var signed: Date
 
@@ -48,7 +50,7 @@ struct SignedStoreKit: @unchecked Sendable {
             var payload: [String: Any] = [
                 "transactionId": id, "originalTransactionId": originalID ?? id, "productId": productID, "type": kind.rawValue,
                 "purchaseDate": milliseconds(purchased), "originalPurchaseDate": milliseconds(purchased), "bundleId": bundleID,
-                "environment": environment, "inAppOwnershipType": "PURCHASED", "quantity": quantity,
+                "environment": environment, "inAppOwnershipType": ownership, "quantity": quantity,
                 "signedDate": milliseconds(signed), "storefront": "USA", "transactionReason": "PURCHASE",
             ]
             payload["expiresDate"] = expires.map(milliseconds)
@@ -70,6 +72,14 @@ struct SignedStoreKit: @unchecked Sendable {
     /// Signed renewal info of a subscription.
     func renewal(originalID: String, productID: String, autoRenew: Bool, billingRetry: Bool = false, gracePeriodExpires: Date? = nil,
                  expirationIntent: Int? = nil, environment: String = "Production", signed: Date) throws -> String {
+        try chain.sign(Self.renewalPayload(originalID: originalID, productID: productID, autoRenew: autoRenew, billingRetry: billingRetry,
+                                           gracePeriodExpires: gracePeriodExpires, expirationIntent: expirationIntent,
+                                           environment: environment, signed: signed))
+    }
+
+    /// Renewal info's payload, before signing.
+    static func renewalPayload(originalID: String, productID: String, autoRenew: Bool, billingRetry: Bool = false, gracePeriodExpires: Date? = nil,
+                               expirationIntent: Int? = nil, environment: String = "Production", signed: Date) -> [String: Any] {
         var payload: [String: Any] = [
             "originalTransactionId": originalID, "productId": productID, "autoRenewProductId": productID,
             "autoRenewStatus": autoRenew ? 1 : 0, "isInBillingRetryPeriod": billingRetry, "environment": environment,
@@ -77,7 +87,7 @@ struct SignedStoreKit: @unchecked Sendable {
         ]
         payload["gracePeriodExpiresDate"] = gracePeriodExpires.map(Self.milliseconds)
         payload["expirationIntent"] = expirationIntent
-        return try chain.sign(payload)
+        return payload
     }
 
     /// The body Apple posts: `{"signedPayload": …}` for a V2 notification with the given signed parts.
