@@ -16,17 +16,12 @@ struct NotificationEventTests {
     let monthly = "com.example.premium.monthly"
 
     private func run(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
-        let storeKit = try SignedStoreKit()
-        defer { storeKit.removeRoot() }
-        try await ServiceHarness.run(storeKit.environment) { try await body($0, storeKit) }
+        try await ServiceHarness.runSigned(body)
     }
 
-    private func subscription(_ id: String, original: String? = nil, purchased: Date, days: Double = 30, shared: Bool = false,
+    private func subscription(_ id: String, original: String? = nil, purchased: Date, shared: Bool = false,
                               signed: Date) -> SignedStoreKit.Transaction {
-        var transaction = SignedStoreKit.Transaction(id: id, originalID: original, productID: monthly, kind: .autoRenewable, purchased: purchased,
-                                                     expires: purchased.addingTimeInterval(days * 86_400), signed: signed)
-        if shared { transaction.ownership = "FAMILY_SHARED" }
-        return transaction
+        .monthly(id, original: original, purchased: purchased, shared: shared, signed: signed)
     }
 
     /// `transaction` taken back by Apple (refund, or revocation when family-shared) `secondsAgo` ago.

@@ -29,7 +29,8 @@ def main(out: str, rounds: int, per_round: int, purchases: int) -> None:
         file.write(root.der)
     total = rounds * per_round
     periods = total // purchases + 1
-    # Period j of every purchase starts j days after the first one; the last ones end in the future.
+    # Period j of every purchase starts j days after the first one, in the past; every period ends in the future, each
+    # later than the one before (so each renewal changes its owner's entitlements and none ends during the run).
     first = NOW_MS - periods * DAY_MS
     for round_index in range(rounds):
         with open(os.path.join(out, f"round-{round_index}.txt"), "w") as file:
@@ -40,9 +41,9 @@ def main(out: str, rounds: int, per_round: int, purchases: int) -> None:
                 bought = first + period * DAY_MS
                 common = dict(originalTransactionId=original, environment="Sandbox", signedDate=signed, appAccountToken=_DROP)
                 signed_transaction = sign_jws(transaction(transactionId=f"{original}-{period}", purchaseDate=bought,
-                                                          originalPurchaseDate=first, expiresDate=bought + 30 * DAY_MS,
+                                                          originalPurchaseDate=first, expiresDate=bought + (periods + 30) * DAY_MS,
                                                           webOrderLineItemId=f"w-{original}-{period}", **common), leaf.key, chain)
-                signed_renewal = sign_jws(renewal_info(renewalDate=bought + 30 * DAY_MS, **common), leaf.key, chain)
+                signed_renewal = sign_jws(renewal_info(renewalDate=bought + (periods + 30) * DAY_MS, **common), leaf.key, chain)
                 body = notification(signed_transaction, signed_renewal, notificationUUID=str(uuid.uuid4()), signedDate=signed,
                                     notificationType="DID_RENEW")
                 file.write(compact_json({"signedPayload": sign_jws(body, leaf.key, chain)}).decode() + "\n")

@@ -13,20 +13,21 @@
 # The notifications (bench/notifications/generate.py, run with the signed-parity harness's venv) are DID_RENEW of
 # PURCHASES subscriptions whose owners are seeded in SQL, each with a new period's signed transaction and signed
 # renewal info under a throwaway chain the service is told to trust; every one is new, so every one is stored,
-# applied and writes one event (checked). A round: A = wrk POSTs ROUND_SIZE fresh notifications over CONNECTIONS
-# connections (the rate: the notifications of the round over the time from the first one received to the last one
-# applied, from their rows); B = signed-bench's bare ES256 rate over REF_SECONDS (its round also measures the
+# applied and writes one event (checked). A round: A = wrk POSTs up to ROUND_SIZE fresh notifications over
+# CONNECTIONS connections for DURATION s (the rate: the notifications the round stored over the time from the first
+# one received to the last one applied, from their rows; ROUND_SIZE should outlast DURATION); B = signed-bench's bare ES256 rate over REF_SECONDS (its round also measures the
 # cached-chain and cold-chain rates). A B A B for ROUNDS rounds; the service and signed-bench on core CORE, wrk on
 # the other core, PostgreSQL on both.
 #
-# Environment (all optional): ROUNDS=4 ROUND_SIZE=3000 PURCHASES=500 CONNECTIONS=32 REF_SECONDS=3 CORE=0
+# Environment (all optional): ROUNDS=4 DURATION=8 ROUND_SIZE=12000 PURCHASES=500 CONNECTIONS=32 REF_SECONDS=3 CORE=0
 #   SERVICE_BIN, SIGNED_BENCH_BIN (prebuilt release binaries; else built), FIXTURES (signed-bench's, default
 #   <repo>/../shared/fixtures/apple). Output: bench/out/notifications/.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
 ensure_packages wrk curl python3 python3-venv
 
 ROUNDS=${ROUNDS:-4}
-ROUND_SIZE=${ROUND_SIZE:-3000}
+DURATION=${DURATION:-8}
+ROUND_SIZE=${ROUND_SIZE:-12000}
 PURCHASES=${PURCHASES:-500}
 CONNECTIONS=${CONNECTIONS:-32}
 REF_SECONDS=${REF_SECONDS:-3}
@@ -44,16 +45,7 @@ fi
 SERVICE_BIN=${SERVICE_BIN:-$ROOT/.build/release/entitlement-service}
 SIGNED_BENCH_BIN=${SIGNED_BENCH_BIN:-$ROOT/.build/release/signed-bench}
 
-PIDS=()
-PGDIR=""
-WORK=$(mktemp -d /tmp/notification-bench.XXXXXX)
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    if [ -n "$PGDIR" ]; then pg_stop "$PGDIR"; rm -rf "$PGDIR"; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_workspace notification-bench
 
 echo "signing $((ROUNDS * ROUND_SIZE)) notifications" >&2
 VENV="$ROOT/.build/signed-parity-venv"
@@ -79,38 +71,48 @@ env DATABASE_URL="$DATABASE_URL" PORT="$PORT" LISTEN_ADDR=127.0.0.1 API_KEYS="be
     MIGRATIONS_DIR="$ROOT/migrations" LOG_LEVEL=warn DATABASE_POOL_SIZE=16 PRODUCTS_FILE="$WORK/products.json" \
     APPLE_BUNDLE_ID=com.example.app APPLE_APP_APPLE_ID=1234567890 APPLE_ROOT_CERTIFICATES="$WORK/root.der" \
     taskset -c "$CORE" "$SERVICE_BIN" serve >>"$OUT/service.log" 2>&1 &
-PIDS+=($!)
+SERVICE_PID=$!
+PIDS+=("$SERVICE_PID")
+# The service's CPU time so far (user + system), in clock ticks.
+service_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVICE_PID/stat"; }
+TICK=$(getconf CLK_TCK)
 deadline=$((SECONDS + 60))
 until curl -fsS -o /dev/null "http://127.0.0.1:$PORT/readyz" 2>/dev/null; do
     [ $SECONDS -lt $deadline ] || { echo "the service did not come up (see $OUT/service.log)" >&2; exit 1; }
     sleep 0.1
 done
 
-echo "round notifications/s bare_es256/s floor/s ratio (load average: $(cut -d' ' -f1-3 /proc/loadavg))" | tee "$OUT/rounds.txt"
+echo "round notifications/s bare_es256/s floor/s ratio service_cpu_us_per_notification (load average: $(cut -d' ' -f1-3 /proc/loadavg))" | tee "$OUT/rounds.txt"
 for round in $(seq 0 $((ROUNDS - 1))); do
     # A: the round's notifications, every one new.
     start=$(sql "SELECT clock_timestamp()")
     events_before=$(sql "SELECT count(*) FROM webhook_events")
-    taskset -c "$OTHER_CORE" wrk -t1 -c"$CONNECTIONS" -d600s -s "$HERE/notify.lua" "http://127.0.0.1:$PORT" -- "$WORK/round-$round.txt" \
+    ticks_before=$(service_ticks)
+    taskset -c "$OTHER_CORE" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$HERE/notify.lua" "http://127.0.0.1:$PORT" -- "$WORK/round-$round.txt" \
         >"$OUT/wrk-$round.txt"
+    # Those answered are stored; any the service has not applied yet, it applies within moments.
+    stored=$(sql "SELECT count(*) FROM app_store_notifications WHERE received_at >= '$start'")
     deadline=$((SECONDS + 120))
-    until [ "$(sql "SELECT count(*) FROM app_store_notifications WHERE received_at >= '$start' AND state = 'applied'")" = "$ROUND_SIZE" ]; do
+    until [ "$(sql "SELECT count(*) FROM app_store_notifications WHERE received_at >= '$start' AND state = 'applied'")" = "$stored" ]; do
         [ $SECONDS -lt $deadline ] || { echo "round $round: notifications not all applied (see $OUT/service.log)" >&2; exit 1; }
         sleep 0.2
     done
+    [ "$stored" -lt "$ROUND_SIZE" ] || echo "round $round: all $ROUND_SIZE notifications sent before ${DURATION} s ended; raise ROUND_SIZE" >&2
+    ticks=$(( $(service_ticks) - ticks_before ))
     rate=$(sql "SELECT round(count(*) / extract(epoch FROM max(applied_at) - min(received_at)))
                   FROM app_store_notifications WHERE received_at >= '$start'")
     events=$(( $(sql "SELECT count(*) FROM webhook_events") - events_before ))
-    [ "$events" = "$ROUND_SIZE" ] || { echo "round $round: $events events for $ROUND_SIZE notifications" >&2; exit 1; }
+    [ "$events" = "$stored" ] || { echo "round $round: $events events for $stored notifications" >&2; exit 1; }
     # B: the reference on the service's core.
     taskset -c "$CORE" "$SIGNED_BENCH_BIN" --fixtures "$FIXTURES" --rounds 1 --seconds "$REF_SECONDS" >"$OUT/signed-$round.txt"
     bare=$(sed -n 's/^round=.* bare_es256_per_s=\([0-9]*\).*/\1/p' "$OUT/signed-$round.txt")
-    python3 -c "import sys; n, b = float(sys.argv[2]), float(sys.argv[3]); print(f'{sys.argv[1]} {n:.0f} {b:.0f} {b / 3:.0f} {n / (b / 3):.3f}')" \
-        "$round" "$rate" "$bare" | tee -a "$OUT/rounds.txt"
+    python3 -c "import sys; n, b, cpu, count = map(float, sys.argv[2:]); print(f'{sys.argv[1]} {n:.0f} {b:.0f} {b / 3:.0f} {n / (b / 3):.3f} {cpu / count * 1e6:.0f}')" \
+        "$round" "$rate" "$bare" "$(python3 -c "print($ticks / $TICK)")" "$stored" | tee -a "$OUT/rounds.txt"
 done
 python3 - "$OUT/rounds.txt" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1]).read().splitlines()[1:]]
 column = lambda i: statistics.median(float(r[i]) for r in rows)
-print(f"median notifications/s {column(1):.0f}  bare ES256/s {column(2):.0f}  floor {column(3):.0f}/s  ratio {column(4):.3f}")
+print(f"median notifications/s {column(1):.0f}  bare ES256/s {column(2):.0f}  floor {column(3):.0f}/s  ratio {column(4):.3f}"
+      f"  service CPU {column(5):.0f} µs/notification")
 PY

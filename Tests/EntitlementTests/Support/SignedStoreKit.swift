@@ -108,7 +108,25 @@ struct SignedStoreKit: @unchecked Sendable {
     }
 }
 
+extension SignedStoreKit.Transaction {
+    /// A transaction of the test catalog's monthly subscription (`com.example.premium.monthly`) lasting `days` from
+    /// `purchased`; `shared` makes it a family member's (`FAMILY_SHARED`).
+    static func monthly(_ id: String, original: String? = nil, purchased: Date, days: Double = 30, revoked: Date? = nil,
+                        token: String? = nil, shared: Bool = false, signed: Date) -> Self {
+        .init(id: id, originalID: original, productID: "com.example.premium.monthly", kind: .autoRenewable, purchased: purchased,
+              expires: purchased.addingTimeInterval(days * 86_400), revoked: revoked, appAccountToken: token,
+              ownership: shared ? "FAMILY_SHARED" : "PURCHASED", signed: signed)
+    }
+}
+
 extension ServiceHarness {
+    /// Runs `body` against a service that trusts a fresh test signing chain (its root file removed afterwards).
+    static func runSigned(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
+        let storeKit = try SignedStoreKit()
+        defer { storeKit.removeRoot() }
+        try await run(storeKit.environment) { try await body($0, storeKit) }
+    }
+
     /// Posts signed transactions for `userID`: one as `signed_transaction`, or a list as `signed_transactions`.
     nonisolated func postSigned(_ jws: [String], for userID: String, asList: Bool = false, orderID: String? = nil) async throws -> RawHTTPClient.Response {
         var body: [String: Any] = ["user_id": userID]
