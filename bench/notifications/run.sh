@@ -20,6 +20,7 @@
 # the other core, PostgreSQL on both.
 #
 # Environment (all optional): ROUNDS=4 DURATION=8 ROUND_SIZE=12000 PURCHASES=500 CONNECTIONS=32 REF_SECONDS=3 CORE=0
+#   FSYNC=on (off: PostgreSQL no longer waits for the disk, to see what durability costs; not the figure)
 #   SERVICE_BIN, SIGNED_BENCH_BIN (prebuilt release binaries; else built), FIXTURES (signed-bench's, default
 #   <repo>/../shared/fixtures/apple). Output: bench/out/notifications/.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
@@ -54,9 +55,9 @@ PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
     "$VENV/bin/python" -m pip install --quiet -r "$ROOT/scripts/signed-parity/requirements.txt"
 "$VENV/bin/python" "$HERE/generate.py" "$WORK" "$ROUNDS" "$ROUND_SIZE" "$PURCHASES"
 
-echo "starting a throwaway PostgreSQL (fsync on)" >&2
+echo "starting a throwaway PostgreSQL (fsync ${FSYNC:-on})" >&2
 PGDIR=$(mktemp -d /tmp/notification-bench-pg.XXXXXX)
-PG_FSYNC=on pg_start "$PGDIR" "$(free_port)"
+PG_FSYNC=${FSYNC:-on} pg_start "$PGDIR" "$(free_port)"
 DATABASE_URL="$PG_DATABASE_URL"
 PSQL="$(pg_bindir)/psql"
 sql() { "$PSQL" "$DATABASE_URL" -X -qAt -v ON_ERROR_STOP=1 -c "$1"; }
