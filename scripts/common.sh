@@ -94,3 +94,21 @@ local_pgdata() {
         echo "/var/tmp/entitlement-service-pgdata"
     fi
 }
+
+# bench_workspace NAME: for a benchmark script, WORK (a new directory under /tmp), PIDS (the background processes it
+# starts) and PGDIR (its throwaway cluster, once started); at exit the processes are stopped, the cluster stopped and
+# removed, and WORK removed.
+bench_workspace() {
+    PIDS=()
+    PGDIR=""
+    WORK=$(mktemp -d "/tmp/$1.XXXXXX")
+    trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+    local pid
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if [ -n "$PGDIR" ]; then pg_stop "$PGDIR"; rm -rf "$PGDIR"; fi
+    rm -rf "$WORK"
+}

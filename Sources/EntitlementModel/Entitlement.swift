@@ -108,9 +108,9 @@ public struct AppStorePurchase: Sendable, Hashable {
 public enum InactiveReason: String, Sendable, Hashable, Codable {
     /// The subscription, non-renewing period or grant ran out (including after its grace period).
     case expired
-    /// Apple refunded or revoked the purchase.
+    /// Apple refunded the purchase.
     case refunded
-    /// An admin revoked the grant.
+    /// An admin revoked the grant, or Family Sharing ended for a family-shared purchase (Apple's `REVOKE`).
     case revoked
     /// Apple stopped retrying a failed renewal payment (`expiration_intent` 2, no longer in billing retry).
     case billingRetryEnded = "billing_retry_ended"

@@ -23,7 +23,8 @@ public struct OwnedTransaction: Sendable, Hashable {
 /// - **Duplicates.** A `transactionID` counts once. When it appears more than once the last copy is used, but
 ///   a cancellation date (the earliest) or `isUpgraded` from any copy is kept.
 /// - **Refunds.** A transaction whose `cancellationDate` is at or before `at` (and that is not an upgrade)
-///   grants nothing from then on: reason `refunded`, unless another source still grants the entitlement.
+///   grants nothing from then on: reason `refunded`, or `revoked` for a family-shared one (Apple's `REVOKE`:
+///   Family Sharing ended for it), unless another source still grants the entitlement.
 /// - **Auto-renewable subscriptions.** Per `originalTransactionID`, the transactions that still count (purchased
 ///   by `at`, not refunded, not upgraded away) are ranked by expiry; the latest decides (ties: later purchase,
 ///   then larger transaction id). An upgraded transaction stops counting at its cancellation date (Apple's
@@ -44,10 +45,11 @@ public struct OwnedTransaction: Sendable, Hashable {
 ///   id); the others grant nothing at `at`.
 /// - **Non-renewing subscriptions.** Per entitlement, the purchases that grant it are taken in purchase order;
 ///   each lasts its product's `duration`, starting at the later of its purchase and the end of the previous
-///   ones (stacking). Refunded ones are left out of the stack (and shown `refunded` if nothing else is left).
+///   ones (stacking). Refunded ones are left out of the stack (and shown `refunded` or `revoked` if nothing else
+///   is left).
 ///   Active until the end of the stack, then `expired`.
 /// - **Non-consumables.** Lifetime (`expires_at` nil) unless refunded.
-/// - **Family Sharing.** The transaction's `ownership` is reported as is.
+/// - **Family Sharing.** The transaction's `ownership` is reported as is; its revocation is `revoked`.
 /// - **Grants.** Active while not revoked and either lifetime or before `expiresAt`; otherwise inactive with
 ///   whichever of `revoked` and `expired` happened first (`revoked` on a tie).
 /// - **Several sources for one name.** The claim that lasts longest is shown: active beats inactive, then the
@@ -185,19 +187,20 @@ public enum EntitlementEvaluator {
             ownership: owned.transaction.ownership, originalTransactionID: owned.transaction.originalTransactionID)
     }
 
-    /// The refund date, when the refund has happened by `at`.
-    static func refund(of transaction: StoreTransaction, at: Date) -> Date? {
+    /// When and why Apple took the transaction back, when that has happened by `at`: `revoked` for a
+    /// family-shared one (Family Sharing ended for it: Apple's `REVOKE`), `refunded` otherwise.
+    static func withdrawal(of transaction: StoreTransaction, at: Date) -> (date: Date, reason: InactiveReason)? {
         guard !transaction.isUpgraded, let cancelled = transaction.cancellationDate, cancelled <= at else {
             return nil
         }
-        return cancelled
+        return (cancelled, transaction.ownership == .familyShared ? .revoked : .refunded)
     }
 
     private static func nonConsumableCandidates(
         _ owned: OwnedTransaction, product: Product, at: Date
     ) -> [EntitlementCandidate] {
-        let refunded = refund(of: owned.transaction, at: at)
-        let entitlement = Entitlement(expiresAt: refunded, inactiveReason: refunded.map { _ in .refunded },
+        let withdrawn = withdrawal(of: owned.transaction, at: at)
+        let entitlement = Entitlement(expiresAt: withdrawn?.date, inactiveReason: withdrawn?.reason,
                                       source: .appStore(purchase(owned, product: product)))
         return product.entitlements.map {
             EntitlementCandidate(name: $0, entitlement: entitlement, started: owned.transaction.purchaseDate,
@@ -221,10 +224,10 @@ public enum EntitlementEvaluator {
             var stack: (end: Date, last: OwnedTransaction, product: Product)?
             for (owned, product) in ordered {
                 let transaction = owned.transaction
-                if let refunded = refund(of: transaction, at: at) {
+                if let withdrawn = withdrawal(of: transaction, at: at) {
                     candidates.append(EntitlementCandidate(
                         name: name,
-                        entitlement: Entitlement(expiresAt: refunded, inactiveReason: .refunded,
+                        entitlement: Entitlement(expiresAt: withdrawn.date, inactiveReason: withdrawn.reason,
                                                  source: .appStore(purchase(owned, product: product))),
                         started: transaction.purchaseDate, identity: transaction.transactionID))
                     continue

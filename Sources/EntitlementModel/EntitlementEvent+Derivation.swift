@@ -10,13 +10,15 @@ extension DerivedEntitlementEvent {
     /// cancellation, uncancellation, then consumable credits):
     /// - active after, not before: a purchase by the product's type (`initial_purchase` for a subscription,
     ///   `renewal` when the same subscription had lapsed or `product_change` when it comes back as another
-    ///   product, `refund_reversed` when it had been refunded, `billing_issue` when access is a grace period);
+    ///   product, `refund_reversed` when it had been refunded or revoked, `billing_issue` when access is a grace
+    ///   period);
     /// - active before and after: another product of the subscription → `product_change`; a later end →
     ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
     ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
-    /// - active before, not after: refunded → `refund` (`revoke` for a family-shared purchase), otherwise
+    /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, otherwise
     ///   `expiration`;
-    /// - a balance going up → `consumable_purchase`, down → `refund`.
+    /// - a balance going up → `consumable_purchase` (`refund_reversed` by a `REFUND_REVERSED` notification), down
+    ///   → `refund`.
     /// A difference none of these names (say, a lapsed purchase first seen) takes the notification's own
     /// meaning when there is one, else `expiration` for a claim that is not active, else `renewal`.
     public static func derive(before: EntitlementState, after: EntitlementState,
@@ -40,7 +42,11 @@ extension DerivedEntitlementEvent {
             if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
-            if let consumable = Self.consumableChange(before: before, after: after) {
+            if var consumable = Self.consumableChange(before: before, after: after) {
+                if consumable == .consumablePurchase, let type = report.notificationType,
+                   Self.meaning(ofNotification: type, subtype: report.subtype) == .refundReversed {
+                    consumable = .refundReversed  // a refund's debit credited back
+                }
                 let bought = report.transactions
                     .filter { report.productTypes[$0.productID] == .consumable }
                     .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
@@ -140,8 +146,8 @@ extension DerivedEntitlementEvent {
         case (let old?, _) where old.active:
             return Change(type: lost(new), purchase: purchase)
         case (_, let new?):
-            // Inactive before (or unknown) and after: only a newly refunded claim is worth its own name.
-            return Change(type: new.inactiveReason == .refunded ? refundType(new) : .expiration, purchase: purchase)
+            // Inactive before (or unknown) and after: only a newly refunded (or revoked) claim is worth its own name.
+            return Change(type: withdrawalType(new) ?? .expiration, purchase: purchase)
         default:
             return nil
         }
@@ -152,7 +158,7 @@ extension DerivedEntitlementEvent {
         guard case .appStore(let purchase) = new.source else { return .grant }
         if purchase.inGracePeriod || purchase.inBillingRetry { return .billingIssue }
         if let old, case .appStore(let previous) = old.source, previous.originalTransactionID == purchase.originalTransactionID {
-            if old.inactiveReason == .refunded { return .refundReversed }
+            if withdrawalType(old) != nil { return .refundReversed }
             if purchase.productType == .autoRenewable {
                 return previous.productID == purchase.productID ? .renewal : .productChange
             }
@@ -190,17 +196,19 @@ extension DerivedEntitlementEvent {
     /// Access that ends.
     private static func lost(_ new: Entitlement?) -> EntitlementEventType {
         guard let new else { return .revoke }
-        switch new.inactiveReason {
-        case .refunded: return refundType(new)
-        case .revoked: return .grantRevoked
-        case .expired, .billingRetryEnded, nil: return .expiration
-        }
+        if let withdrawn = withdrawalType(new) { return withdrawn }
+        return new.inactiveReason == .revoked ? .grantRevoked : .expiration
     }
 
-    /// `revoke` for a family-shared purchase (Family Sharing ended), `refund` otherwise.
-    private static func refundType(_ entitlement: Entitlement) -> EntitlementEventType {
-        if case .appStore(let purchase) = entitlement.source, purchase.ownership == .familyShared { return .revoke }
-        return .refund
+    /// For a purchase Apple took back: `refund` (reason `refunded`), or `revoke` (reason `revoked`: Family
+    /// Sharing ended for it); nil for anything else (a grant's revocation included).
+    private static func withdrawalType(_ entitlement: Entitlement) -> EntitlementEventType? {
+        guard case .appStore = entitlement.source else { return nil }
+        switch entitlement.inactiveReason {
+        case .refunded: return .refund
+        case .revoked: return .revoke
+        case .expired, .billingRetryEnded, nil: return nil
+        }
     }
 
     private static func consumableChange(before: EntitlementState, after: EntitlementState) -> EntitlementEventType? {

@@ -52,8 +52,8 @@ enum SubscriptionRules {
             guard transaction.purchaseDate <= at, let expires = transaction.expiresDate,
                   let product = catalog.product(transaction.productID)
             else { continue }
-            if let refunded = EntitlementEvaluator.refund(of: transaction, at: at) {
-                past += claims(owned, product: product, end: refunded, reason: .refunded)
+            if let withdrawn = EntitlementEvaluator.withdrawal(of: transaction, at: at) {
+                past += claims(owned, product: product, end: withdrawn.date, reason: withdrawn.reason)
             } else if let upgraded = upgradeDate(of: transaction, in: chain), upgraded <= at {
                 past += claims(owned, product: product, end: min(upgraded, expires), reason: .expired)
             } else {

@@ -472,6 +472,30 @@ extension JSONValue {
             ID.lifetime, .nonConsumable, original: "l2", expires: nil, ownership: .familyShared))
     }
 
+    /// Family Sharing ended (Apple's REVOKE, a revocation date on a family-shared transaction): `revoked`, for every
+    /// product type, from the revocation on; the purchaser's own refund stays `refunded`.
+    @Test func aFamilySharedPurchaseTakenBackIsRevokedNotRefunded() throws {
+        let revokedAt = "2026-01-15T00:00:00Z"
+        let lifetime = purchase("l4", product: ID.lifetime, purchased: "2026-01-01T00:00:00Z", cancelled: revokedAt, ownership: .familyShared)
+        let pass = purchase("n4", product: ID.passWeek, purchased: "2026-01-10T00:00:00Z", cancelled: revokedAt, ownership: .familyShared)
+        let monthly = subscription("s4", original: "s4", purchased: "2026-01-01T00:00:00Z", expires: "2026-02-01T00:00:00Z",
+                                   cancelled: revokedAt, ownership: .familyShared)
+        let news = subscription("s5", original: "s5", product: ID.news, purchased: "2026-01-01T00:00:00Z", expires: "2026-02-01T00:00:00Z",
+                                cancelled: revokedAt)
+        let before = try evaluate([lifetime, pass, monthly, news], at: "2026-01-14T00:00:00Z")
+        #expect(before.entitlements.values.allSatisfy { $0.active })
+        let after = try evaluate([lifetime, pass, monthly, news], at: revokedAt)
+        #expect(after.entitlements["themes"] == store(
+            ID.lifetime, .nonConsumable, original: "l4", expires: revokedAt, inactive: .revoked, ownership: .familyShared))
+        #expect(after.entitlements["news"] == store(ID.news, original: "s5", expires: revokedAt, inactive: .refunded))
+        let premium = try #require(after.entitlements["premium"])
+        #expect(premium.inactiveReason == .revoked && premium.expiresAt == utc(revokedAt))
+        let claims = EntitlementEvaluator.claims(transactions: [lifetime, pass, monthly], renewals: [], grants: [],
+                                                 catalog: try catalog(), at: utc(revokedAt))
+        #expect(claims["premium"]?.count == 3)
+        #expect(claims["premium"]?.allSatisfy { $0.entitlement.inactiveReason == .revoked } == true)
+    }
+
     @Test func anOwnPurchaseOutranksAFamilySharedOne() throws {
         let shared = purchase("l2", product: ID.lifetime, purchased: "2026-01-01T00:00:00Z", ownership: .familyShared)
         let own = purchase("l3", product: ID.lifetime, purchased: "2026-02-01T00:00:00Z")

@@ -152,6 +152,40 @@ import Testing
                                                cause: Self.appStore([sharedRevoked], new: []))?.type == .revoke)
     }
 
+    /// Family Sharing ended shows as `revoked` and is a `revoke` whatever the notification, from an active
+    /// entitlement or on a purchase first seen revoked; given back, it is `refund_reversed`. A grant's revocation
+    /// stays `grant_revoked`.
+    @Test func familySharingEndedIsARevokeNotARefund() throws {
+        let revokedAt = Self.start.addingTimeInterval(3_600)
+        let at = revokedAt.addingTimeInterval(60)
+        let shared = Self.subscription("100", month: 0, ownership: .familyShared)
+        let revoked = Self.subscription("100", month: 0, cancelled: revokedAt, ownership: .familyShared)
+        let after = Self.state([revoked], at: at)
+        #expect(after.entitlements["premium"]?.inactiveReason == .revoked)
+        for notification in [nil, "REVOKE", "REFUND"] {
+            #expect(DerivedEntitlementEvent.derive(before: Self.state([shared], at: at), after: after,
+                                                   cause: Self.appStore([revoked], new: [], notification: notification))?.type == .revoke)
+        }
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: after, cause: Self.appStore([revoked]))?.type == .revoke)
+        #expect(DerivedEntitlementEvent.derive(before: after, after: Self.state([shared], at: at),
+                                               cause: Self.appStore([shared], new: []))?.type == .refundReversed)
+
+        let lifetime = StoreTransaction(transactionID: "300", originalTransactionID: "300", productID: "lifetime", purchaseDate: Self.start,
+                                        ownership: .familyShared)
+        var lifetimeRevoked = lifetime
+        lifetimeRevoked.cancellationDate = revokedAt
+        let event = try #require(DerivedEntitlementEvent.derive(before: Self.state([lifetime], at: at), after: Self.state([lifetimeRevoked], at: at),
+                                                                cause: Self.appStore([lifetimeRevoked], new: [], notification: "REVOKE")))
+        #expect(event.type == .revoke && event.productID == "lifetime" && event.transactionID == "300")
+
+        let grant = Grant(id: "g1", userID: "u1", entitlement: "premium", createdAt: Self.start, expiresAt: nil, revokedAt: nil, reason: "r")
+        var grantRevoked = grant
+        grantRevoked.revokedAt = revokedAt
+        #expect(Self.state([], grants: [grantRevoked], at: at).entitlements["premium"]?.inactiveReason == .revoked)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([], grants: [grant], at: at), after: Self.state([], grants: [grantRevoked], at: at),
+                                               cause: Self.appStore([], new: []))?.type == .grantRevoked)
+    }
+
     @Test func upgradeWithinTheGroupIsAProductChange() {
         let monthly = Self.subscription("100", month: 0)
         var upgraded = monthly
@@ -187,6 +221,12 @@ import Testing
         #expect(credited == DerivedEntitlementEvent(type: .consumablePurchase, productID: "coins", transactionID: "4", originalTransactionID: "4"))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: []))?.type == .refund)
+        // A refund's debit credited back by Apple's reversal, and refunded again.
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 0]), after: EntitlementState(consumables: ["coins": 100]),
+                                               cause: Self.appStore([coins], new: [], notification: "REFUND_REVERSED"))
+                == DerivedEntitlementEvent(type: .refundReversed, productID: "coins", transactionID: "4", originalTransactionID: "4"))
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
+                                               cause: Self.appStore([coins], new: [], notification: "REFUND"))?.type == .refund)
     }
 
     // MARK: - Time, admin, spends and transfers

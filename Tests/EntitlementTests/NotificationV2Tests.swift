@@ -15,15 +15,12 @@ struct NotificationV2Tests {
     let monthly = "com.example.premium.monthly"
 
     private func run(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
-        let storeKit = try SignedStoreKit()
-        defer { storeKit.removeRoot() }
-        try await ServiceHarness.run(storeKit.environment) { try await body($0, storeKit) }
+        try await ServiceHarness.runSigned(body)
     }
 
     private func subscription(_ id: String, original: String? = nil, purchased: Date, days: Double = 30, revoked: Date? = nil,
                               token: String? = nil, signed: Date) -> SignedStoreKit.Transaction {
-        .init(id: id, originalID: original, productID: monthly, kind: .autoRenewable, purchased: purchased,
-              expires: purchased.addingTimeInterval(days * 86_400), revoked: revoked, appAccountToken: token, signed: signed)
+        .monthly(id, original: original, purchased: purchased, days: days, revoked: revoked, token: token, signed: signed)
     }
 
     @Test func aRenewalARefundAndItsReversal() async throws {

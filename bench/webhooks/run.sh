@@ -41,16 +41,7 @@ if [ -z "${SERVICE_BIN:-}" ]; then
 fi
 PY=$("$ROOT/scripts/webhook-receiver/run.sh" "$ROOT/.build/webhook-receiver-venv")
 
-PIDS=()
-PGDIR=""
-WORK=$(mktemp -d /tmp/webhook-bench.XXXXXX)
-cleanup() {
-    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    if [ -n "$PGDIR" ]; then pg_stop "$PGDIR"; rm -rf "$PGDIR"; fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
+bench_workspace webhook-bench
 
 echo "starting a throwaway PostgreSQL (fsync=off)" >&2
 PGDIR=$(mktemp -d /tmp/webhook-bench-pg.XXXXXX)

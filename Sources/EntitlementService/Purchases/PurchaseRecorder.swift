@@ -41,8 +41,9 @@ struct RecordedPurchases: Sendable {
 
 /// Applies one verified App Store answer to the store in ONE database transaction: every transaction of
 /// `in_app` and `latest_receipt_info` once (by `transaction_id`), ownership by the restore policy and by
-/// orders' `app_account_token`, subscription renewal state, consumable credits and refund debits once per
-/// transaction, order fulfilment, audit events for transfers, and the submission marked verified.
+/// orders' `app_account_token`, subscription renewal state, consumable credits once per transaction and refund
+/// debits and their reversals once per refund cycle, order fulfilment, audit events for transfers, and the
+/// submission marked verified.
 ///
 /// Every "once" rests on a unique key of the schema, so concurrent recordings of the same receipt cannot
 /// count anything twice; a conflict under `keep` rolls everything back. The decisions are made here; the
@@ -128,8 +129,7 @@ struct PurchaseRecorder {
         let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
         try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
         try await ledger.credit(credits, on: connection)
-        try await ledger.debitRefunds(credits.map(\.transactionID), on: connection)
-        try await ledger.creditReversals(credits.map(\.transactionID), on: connection)
+        try await ledger.settleRefunds(credits.map(\.transactionID), on: connection)
         try await fulfilOrders(transactions, context: context, on: connection)
         for id in claimed {
             effects.add(try await applyParked(of: id, catalog: catalog, on: connection))

@@ -14,10 +14,10 @@ struct ConsumableCredit: Sendable {
     var amount: Int
 }
 
-/// The `consumable_ledger` and `consumable_balances` tables: a credit once per transaction, a refund debit once
-/// per transaction, the reversal of that debit once per transaction, a consume once per idempotency key, each
-/// entry's balance row updated in the same transaction, and never below zero by a consume (a refund debit may
-/// take it there). The stored transaction decides a credit, a refund or a reversal (see `TransactionStore`), not
+/// The `consumable_ledger` and `consumable_balances` tables: a credit once per transaction, a refund debit and
+/// its reversal once per refund cycle of the transaction (migration 0008), a consume once per idempotency key,
+/// each entry's balance row updated in the same transaction, and never below zero by a consume (a refund debit
+/// may take it there). The stored transaction decides a credit, a refund or a reversal (see `TransactionStore`), not
 /// the receipt at hand.
 @Loop
 struct LedgerStore {
@@ -26,12 +26,12 @@ struct LedgerStore {
         guard !credits.isEmpty else { return }
         _ = try await db.query("""
             WITH entry AS (
-                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
-                    SELECT o.user_id, x.currency, x.amount, 'credit', x.transaction_id
+                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id, cycle)
+                    SELECT o.user_id, x.currency, x.amount, 'credit', x.transaction_id, 1
                       FROM unnest($1, $2, $3, $4) AS x (transaction_id, original_transaction_id, currency, amount)
                       JOIN purchase_owners o ON o.original_transaction_id = x.original_transaction_id
                       JOIN app_store_transactions t ON t.transaction_id = x.transaction_id AND t.cancellation_date IS NULL
-                    ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                    ON CONFLICT (transaction_id, kind, cycle) WHERE transaction_id IS NOT NULL DO NOTHING
                     RETURNING user_id, currency, amount)
             INSERT INTO consumable_balances AS b (user_id, currency, balance)
             SELECT user_id, currency, sum(amount) FROM entry GROUP BY user_id, currency ORDER BY user_id, currency
@@ -39,35 +39,34 @@ struct LedgerStore {
             """, [credits.map(\.transactionID), credits.map(\.originalTransactionID), credits.map(\.currency), credits.map(\.amount)])
     }
 
-    /// Debits, once per transaction, the credit of each of `transactionIDs` whose stored transaction is refunded.
-    func debitRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
-        try await counter(of: "credit", as: "refund", whenRefunded: true, transactionIDs, on: db)
-    }
-
-    /// Credits back, once per transaction, the refund debit of each of `transactionIDs` whose stored transaction
-    /// is no longer refunded (Apple reversed the refund).
-    func creditReversals(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
-        try await counter(of: "refund", as: "refund_reversal", whenRefunded: false, transactionIDs, on: db)
-    }
-
-    /// Adds, once per transaction, an entry of `kind` undoing the `counteredKind` entry of each of `transactionIDs`
-    /// whose stored transaction is refunded (`whenRefunded`) or not, and moves the balance with it.
-    private func counter(of counteredKind: String, as kind: String, whenRefunded: Bool, _ transactionIDs: [String],
-                         on db: some PostgresQueryable) async throws {
+    /// Brings each of `transactionIDs`' credit in line with its stored transaction's refund state: a refunded
+    /// transaction whose credit stands is debited (`refund`), one no longer refunded whose refund debit stands is
+    /// credited back (`refund_reversal`, Apple reversed the refund). Each refund and each reversal of a transaction
+    /// is numbered (`cycle`, the reversals before it plus one) and written once per number (a unique key), so a
+    /// refund → reversal → refund is debited twice and credited back once, while a statement seen again, or two
+    /// recordings racing, write nothing more. Balance rows move with their entries.
+    func settleRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
         guard !transactionIDs.isEmpty else { return }
         _ = try await db.query("""
             WITH entry AS (
-                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id)
-                    SELECT l.user_id, l.currency, -l.amount, $3, l.transaction_id
-                      FROM consumable_ledger l
-                      JOIN app_store_transactions t ON t.transaction_id = l.transaction_id AND (t.cancellation_date IS NOT NULL) = $4
-                     WHERE l.transaction_id = ANY($1) AND l.kind = $2
-                    ON CONFLICT (transaction_id, kind) WHERE transaction_id IS NOT NULL DO NOTHING
+                    INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id, cycle)
+                    SELECT c.user_id, c.currency, CASE WHEN refunded THEN -c.amount ELSE c.amount END,
+                           CASE WHEN refunded THEN 'refund' ELSE 'refund_reversal' END, c.transaction_id, n.reversals + 1
+                      FROM consumable_ledger c
+                      JOIN app_store_transactions t ON t.transaction_id = c.transaction_id
+                     CROSS JOIN LATERAL (SELECT t.cancellation_date IS NOT NULL AS refunded) s
+                     CROSS JOIN LATERAL (
+                           SELECT count(*) FILTER (WHERE kind = 'refund') AS refunds,
+                                  count(*) FILTER (WHERE kind = 'refund_reversal') AS reversals
+                             FROM consumable_ledger WHERE transaction_id = c.transaction_id AND kind IN ('refund', 'refund_reversal')) n
+                     WHERE c.transaction_id = ANY($1) AND c.kind = 'credit'
+                       AND n.refunds - n.reversals = CASE WHEN refunded THEN 0 ELSE 1 END
+                    ON CONFLICT (transaction_id, kind, cycle) WHERE transaction_id IS NOT NULL DO NOTHING
                     RETURNING user_id, currency, amount),
                  total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency)
             UPDATE consumable_balances b SET balance = b.balance + total.amount
               FROM total WHERE b.user_id = total.user_id AND b.currency = total.currency
-            """, [transactionIDs, counteredKind, kind, whenRefunded])
+            """, [transactionIDs])
     }
 
     /// Spends `amount` of `currency` in the caller's transaction (whose connection is `db`); the same key again

@@ -41,6 +41,8 @@ struct SignedStoreKit: @unchecked Sendable {
         var appAccountToken: String? = nil
         var quantity = 1
         var environment = "Production"
+        /// Apple's `inAppOwnershipType`: `PURCHASED` or `FAMILY_SHARED`.
+        var ownership = "PURCHASED"
         var bundleID = ServiceHarness.bundleID
         var signed: Date
 
@@ -48,7 +50,7 @@ struct SignedStoreKit: @unchecked Sendable {
             var payload: [String: Any] = [
                 "transactionId": id, "originalTransactionId": originalID ?? id, "productId": productID, "type": kind.rawValue,
                 "purchaseDate": milliseconds(purchased), "originalPurchaseDate": milliseconds(purchased), "bundleId": bundleID,
-                "environment": environment, "inAppOwnershipType": "PURCHASED", "quantity": quantity,
+                "environment": environment, "inAppOwnershipType": ownership, "quantity": quantity,
                 "signedDate": milliseconds(signed), "storefront": "USA", "transactionReason": "PURCHASE",
             ]
             payload["expiresDate"] = expires.map(milliseconds)
@@ -70,6 +72,14 @@ struct SignedStoreKit: @unchecked Sendable {
     /// Signed renewal info of a subscription.
     func renewal(originalID: String, productID: String, autoRenew: Bool, billingRetry: Bool = false, gracePeriodExpires: Date? = nil,
                  expirationIntent: Int? = nil, environment: String = "Production", signed: Date) throws -> String {
+        try chain.sign(Self.renewalPayload(originalID: originalID, productID: productID, autoRenew: autoRenew, billingRetry: billingRetry,
+                                           gracePeriodExpires: gracePeriodExpires, expirationIntent: expirationIntent,
+                                           environment: environment, signed: signed))
+    }
+
+    /// Renewal info's payload, before signing.
+    static func renewalPayload(originalID: String, productID: String, autoRenew: Bool, billingRetry: Bool = false, gracePeriodExpires: Date? = nil,
+                               expirationIntent: Int? = nil, environment: String = "Production", signed: Date) -> [String: Any] {
         var payload: [String: Any] = [
             "originalTransactionId": originalID, "productId": productID, "autoRenewProductId": productID,
             "autoRenewStatus": autoRenew ? 1 : 0, "isInBillingRetryPeriod": billingRetry, "environment": environment,
@@ -77,7 +87,7 @@ struct SignedStoreKit: @unchecked Sendable {
         ]
         payload["gracePeriodExpiresDate"] = gracePeriodExpires.map(Self.milliseconds)
         payload["expirationIntent"] = expirationIntent
-        return try chain.sign(payload)
+        return payload
     }
 
     /// The body Apple posts: `{"signedPayload": …}` for a V2 notification with the given signed parts.
@@ -98,7 +108,25 @@ struct SignedStoreKit: @unchecked Sendable {
     }
 }
 
+extension SignedStoreKit.Transaction {
+    /// A transaction of the test catalog's monthly subscription (`com.example.premium.monthly`) lasting `days` from
+    /// `purchased`; `shared` makes it a family member's (`FAMILY_SHARED`).
+    static func monthly(_ id: String, original: String? = nil, purchased: Date, days: Double = 30, revoked: Date? = nil,
+                        token: String? = nil, shared: Bool = false, signed: Date) -> Self {
+        .init(id: id, originalID: original, productID: "com.example.premium.monthly", kind: .autoRenewable, purchased: purchased,
+              expires: purchased.addingTimeInterval(days * 86_400), revoked: revoked, appAccountToken: token,
+              ownership: shared ? "FAMILY_SHARED" : "PURCHASED", signed: signed)
+    }
+}
+
 extension ServiceHarness {
+    /// Runs `body` against a service that trusts a fresh test signing chain (its root file removed afterwards).
+    static func runSigned(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
+        let storeKit = try SignedStoreKit()
+        defer { storeKit.removeRoot() }
+        try await run(storeKit.environment) { try await body($0, storeKit) }
+    }
+
     /// Posts signed transactions for `userID`: one as `signed_transaction`, or a list as `signed_transactions`.
     nonisolated func postSigned(_ jws: [String], for userID: String, asList: Bool = false, orderID: String? = nil) async throws -> RawHTTPClient.Response {
         var body: [String: Any] = ["user_id": userID]

@@ -1,0 +1,194 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import AppStore
+@testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
+
+/// The webhook events App Store notifications write, through the real service and PostgreSQL: one event of the
+/// notification's kind for the purchase's owner when the worker applies it, the owner's events when a parked
+/// notification is applied because its purchase got an owner, and one event however often a notification comes.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+@Loop
+struct NotificationEventTests {
+    let now = Date()
+    let monthly = "com.example.premium.monthly"
+
+    private func run(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
+        try await ServiceHarness.runSigned(body)
+    }
+
+    private func subscription(_ id: String, original: String? = nil, purchased: Date, shared: Bool = false,
+                              signed: Date) -> SignedStoreKit.Transaction {
+        .monthly(id, original: original, purchased: purchased, shared: shared, signed: signed)
+    }
+
+    /// `transaction` taken back by Apple (refund, or revocation when family-shared) `secondsAgo` ago.
+    private func revoked(_ transaction: SignedStoreKit.Transaction, secondsAgo: Double) -> SignedStoreKit.Transaction {
+        var revoked = transaction
+        revoked.revoked = now.addingTimeInterval(-secondsAgo)
+        revoked.signed = now.addingTimeInterval(-secondsAgo)
+        return revoked
+    }
+
+    private func types(_ service: ServiceHarness, _ user: String) async throws -> [String] {
+        try await WebhookEventTests.events(service, user: user).map(\.type)
+    }
+
+    /// Stores a notification the way the route does, due at once and left for the worker (as when the process that
+    /// answered Apple died before applying it).
+    private func leaveForTheWorker(_ service: ServiceHarness, _ type: String, uuid: String, transaction: SignedStoreKit.Transaction,
+                                   renewal: [String: Any]? = nil, storeKit: SignedStoreKit) async throws {
+        let stored = StoredNotification(
+            uuid: uuid, version: 2, type: type, subtype: nil, signedDate: transaction.signed, environment: "Production",
+            originalTransactionID: transaction.originalID ?? transaction.id, transactionID: transaction.id,
+            signedPayload: try storeKit.sign(transaction), transactionInfo: try JSONSerialization.data(withJSONObject: transaction.payload),
+            renewalInfo: try renewal.map { try JSONSerialization.data(withJSONObject: $0) }, state: .received)
+        let connection = try await PostgresConnection.connect(service.databaseURL)
+        defer { connection.close() }
+        #expect(try await NotificationStore().insert(stored, lease: .zero, on: connection))
+    }
+
+    @Test func aRenewalARefundAndARevokeAppliedByTheWorkerWriteOneEventOfTheirTypeForTheOwner() async throws {
+        try await run { service, storeKit in
+            let renewing = subscription("w-renew", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+            let refunding = subscription("w-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+            let sharing = subscription("w-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_600))
+            for (transaction, user) in [(renewing, "renew-owner"), (refunding, "refund-owner"), (sharing, "family-member")] {
+                #expect(try await service.postSigned([try storeKit.sign(transaction)], for: user).status == 200)
+                #expect(try await types(service, user) == ["initial_purchase"])
+            }
+
+            let renewal = subscription("w-renew-2", original: "w-renew", purchased: now.addingTimeInterval(-120), signed: now.addingTimeInterval(-60))
+            try await leaveForTheWorker(service, "DID_RENEW", uuid: "worker-renew", transaction: renewal,
+                                        renewal: SignedStoreKit.renewalPayload(originalID: "w-renew", productID: monthly, autoRenew: true,
+                                                                               signed: now.addingTimeInterval(-60)), storeKit: storeKit)
+            try await leaveForTheWorker(service, "REFUND", uuid: "worker-refund", transaction: revoked(refunding, secondsAgo: 60), storeKit: storeKit)
+            try await leaveForTheWorker(service, "REVOKE", uuid: "worker-revoke", transaction: revoked(sharing, secondsAgo: 60), storeKit: storeKit)
+            for uuid in ["worker-renew", "worker-refund", "worker-revoke"] {
+                #expect(try await eventually(timeout: 15) { try await service.notificationState(uuid)?.state == "applied" }, "\(uuid)")
+            }
+
+            #expect(try await types(service, "renew-owner") == ["initial_purchase", "renewal"])
+            #expect(try await types(service, "refund-owner") == ["initial_purchase", "refund"])
+            #expect(try await types(service, "family-member") == ["initial_purchase", "revoke"])
+            let total = try await service.sql("SELECT count(*)::int AS n FROM webhook_events")
+            #expect(try total[0].int("n") == 6, "no event for anyone else")
+
+            let renewed = try #require(try await WebhookEventTests.events(service, user: "renew-owner").last)
+            #expect(renewed.body["transaction_id"] as? String == "w-renew-2" && renewed.body["original_transaction_id"] as? String == "w-renew")
+            #expect((renewed.entitlements["premium"] as? [String: Any])?["will_renew"] as? Bool == true)
+            let refund = try #require(try await WebhookEventTests.events(service, user: "refund-owner").last)
+            #expect((refund.entitlements["premium"] as? [String: Any])?["inactive_reason"] as? String == "refunded")
+
+            // Family Sharing ended: `revoked` in the event and in GET entitlements, never `refunded`.
+            let revoke = try #require(try await WebhookEventTests.events(service, user: "family-member").last)
+            #expect(revoke.body["product_id"] as? String == monthly && revoke.body["transaction_id"] as? String == "w-revoke")
+            let shown = try #require(revoke.entitlements["premium"] as? [String: Any])
+            #expect(shown["active"] as? Bool == false && shown["inactive_reason"] as? String == "revoked" && shown["ownership"] as? String == "family_shared")
+            let answer = try #require(try await service.entitlements("family-member").entitlement("premium"))
+            #expect(answer["inactive_reason"] as? String == "revoked")
+            #expect(NSDictionary(dictionary: try await service.entitlements("family-member")["entitlements"] as! [String: Any]).isEqual(to: revoke.entitlements))
+        }
+    }
+
+    @Test func parkedNotificationsYieldTheOwnersEventsWhenThePurchaseGetsAnOwner() async throws {
+        try await run { service, storeKit in
+            // A refund, a revocation and a renewal, each of a purchase nobody has posted yet: parked, no event.
+            let refunded = subscription("pk-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_000))
+            let shared = subscription("pk-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_000))
+            let lapsed = subscription("pk-renew", purchased: now.addingTimeInterval(-35 * 86_400), signed: now.addingTimeInterval(-3_000))
+            let renewal = subscription("pk-renew-2", original: "pk-renew", purchased: now.addingTimeInterval(-5 * 86_400), signed: now.addingTimeInterval(-600))
+            let parked: [(uuid: String, body: String)] = [
+                ("pk-n-refund", try storeKit.notification("REFUND", uuid: "pk-n-refund", signed: now.addingTimeInterval(-600),
+                                                          transaction: try storeKit.sign(revoked(refunded, secondsAgo: 600)))),
+                ("pk-n-revoke", try storeKit.notification("REVOKE", uuid: "pk-n-revoke", signed: now.addingTimeInterval(-600),
+                                                          transaction: try storeKit.sign(revoked(shared, secondsAgo: 600)))),
+                ("pk-n-renew", try storeKit.notification("DID_RENEW", uuid: "pk-n-renew", signed: now.addingTimeInterval(-600),
+                                                         transaction: try storeKit.sign(renewal),
+                                                         renewal: try storeKit.renewal(originalID: "pk-renew", productID: monthly, autoRenew: true,
+                                                                                       signed: now.addingTimeInterval(-600)))),
+            ]
+            for notification in parked {
+                #expect(try await service.notify(notification.body).status == 200)
+                #expect(try await service.notificationState(notification.uuid)?.state == "parked")
+            }
+            #expect(try await service.sql("SELECT 1 FROM webhook_events").isEmpty)
+
+            // The owners appear: by signed transaction (each signed before its notification), and by receipt.
+            #expect(try await service.postSigned([try storeKit.sign(refunded)], for: "pk-refund-owner").status == 200)
+            #expect(try await service.postSigned([try storeKit.sign(shared)], for: "pk-family-member").status == 200)
+            var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+            receipt.addSubscription(monthly, originalTransactionID: "pk-renew", start: lapsed.purchased, period: try ISODuration(parsing: "P1M"))
+            #expect(try await service.post(receipt, for: "pk-renew-owner").status == 200)
+            for (uuid, owner) in [("pk-n-refund", "pk-refund-owner"), ("pk-n-revoke", "pk-family-member"), ("pk-n-renew", "pk-renew-owner")] {
+                let stored = try #require(try await service.notificationState(uuid))
+                #expect(stored.state == "applied" && stored.userID == owner)
+            }
+
+            // One event each, of what the owner now holds: a refunded purchase, a revoked one, a subscription
+            // that is active through the parked renewal.
+            let refund = try await WebhookEventTests.events(service, user: "pk-refund-owner")
+            #expect(refund.map(\.type) == ["refund"])
+            #expect(refund.first?.body["transaction_id"] as? String == "pk-refund")
+            #expect((refund.first?.entitlements["premium"] as? [String: Any])?["inactive_reason"] as? String == "refunded")
+            let revoke = try await WebhookEventTests.events(service, user: "pk-family-member")
+            #expect(revoke.map(\.type) == ["revoke"])
+            #expect((revoke.first?.entitlements["premium"] as? [String: Any])?["inactive_reason"] as? String == "revoked")
+            let renewed = try await WebhookEventTests.events(service, user: "pk-renew-owner")
+            #expect(renewed.map(\.type) == ["initial_purchase"])
+            #expect(renewed.first?.body["transaction_id"] as? String == "pk-renew-2")
+            let premium = try #require(renewed.first?.entitlements["premium"] as? [String: Any])
+            #expect(premium["active"] as? Bool == true && premium["will_renew"] as? Bool == true)
+            let total = try await service.sql("SELECT count(*)::int AS n FROM webhook_events")
+            #expect(try total[0].int("n") == 3)
+        }
+    }
+
+    @Test func aNotificationDeliveredTwiceWritesOneEvent() async throws {
+        try await run { service, storeKit in
+            let bought = subscription("twice-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+            #expect(try await service.postSigned([try storeKit.sign(bought)], for: "twice-user").status == 200)
+            let coins = SignedStoreKit.Transaction(id: "twice-c", productID: "com.example.coins.100", kind: .consumable,
+                                                   purchased: now.addingTimeInterval(-3_600), signed: now.addingTimeInterval(-3_600))
+            #expect(try await service.postSigned([try storeKit.sign(coins)], for: "twice-user").status == 200)
+            #expect(try await types(service, "twice-user") == ["initial_purchase", "consumable_purchase"])
+
+            /// Delivers `body` twice at once, then a third time.
+            func deliverThrice(_ body: String) async throws {
+                let both = [Task { try await service.notify(body) }, Task { try await service.notify(body) }]
+                for delivery in both { #expect(try await delivery.value.status == 200) }
+                #expect(try await service.notify(body).status == 200)
+            }
+            let refund = try storeKit.notification("REFUND", signed: now.addingTimeInterval(-600),
+                                                   transaction: try storeKit.sign(revoked(bought, secondsAgo: 600)))
+            try await deliverThrice(refund)
+            #expect(try await types(service, "twice-user") == ["initial_purchase", "consumable_purchase", "refund"])
+            // The same statement under another notificationUUID (Apple's retry): the answer does not change, no event.
+            #expect(try await service.notify(try storeKit.notification("REFUND", signed: now.addingTimeInterval(-600),
+                                                                       transaction: try storeKit.sign(revoked(bought, secondsAgo: 600)))).status == 200)
+            #expect(try await types(service, "twice-user").count == 3)
+
+            // A consumable refunded, reversed and refunded again, each notification delivered three times: one
+            // event per change, the balance following.
+            let balance = { try await (service.entitlements("twice-user")["consumables"] as? [String: Any])?["coins"] as? Int }
+            var reversedCoins = coins
+            reversedCoins.signed = now.addingTimeInterval(-200)
+            for (notification, expected) in [
+                (try storeKit.notification("REFUND", signed: now.addingTimeInterval(-300), transaction: try storeKit.sign(revoked(coins, secondsAgo: 300))), 0),
+                (try storeKit.notification("REFUND_REVERSED", signed: now.addingTimeInterval(-200), transaction: try storeKit.sign(reversedCoins)), 100),
+                (try storeKit.notification("REFUND", signed: now.addingTimeInterval(-100), transaction: try storeKit.sign(revoked(coins, secondsAgo: 100))), 0),
+            ] {
+                try await deliverThrice(notification)
+                #expect(try await balance() == expected)
+            }
+            let events = try await WebhookEventTests.events(service, user: "twice-user")
+            #expect(events.map(\.type) == ["initial_purchase", "consumable_purchase", "refund", "refund", "refund_reversed", "refund"])
+            #expect(events.suffix(3).allSatisfy { $0.body["transaction_id"] as? String == "twice-c" })
+            #expect(events.map(\.sequence) == Array(1...6))
+            let notifications = try await service.sql("SELECT count(*)::int AS n FROM app_store_notifications")
+            #expect(try notifications[0].int("n") == 5)
+        }
+    }
+}
