@@ -7,7 +7,11 @@ import Foundation
 /// too: `EventLoop` is the `SerialExecutor` behind the `@Loop` global actor, so `async` handlers resume on
 /// the loop thread and may touch libuv handles directly. Other threads reach the loop only through
 /// `enqueue`, which appends to a locked queue and wakes the loop with `uv_async_send`.
-public final class EventLoop: SerialExecutor, @unchecked Sendable {
+///
+/// It is also a `TaskExecutor`: a task started with the loop as its executor preference (the HTTP server's
+/// handler tasks) resumes from a continuation straight on the loop, where it would otherwise be enqueued on
+/// the global concurrent executor, woken on one of its threads, and only then sent back to the loop.
+public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     /// The loop every part of the process shares; its thread starts on first use.
     public static let shared = EventLoop()
 
@@ -82,6 +86,9 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         let more = !queued.isEmpty
         lock.unlock()
         if more { uv_async_send(wakeup) }
+        // Every job runs isolated to the loop, and with the loop as its task executor: the loop thread runs one
+        // job at a time, so a job enqueued for the task executor (a resumed continuation of a task preferring
+        // the loop) may run as loop-isolated code, and its hop back to `@Loop` costs nothing.
         let executor = asUnownedSerialExecutor()
         for job in batch {
             job.runSynchronously(on: executor)
