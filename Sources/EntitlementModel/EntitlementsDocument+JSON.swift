@@ -12,19 +12,9 @@ extension EntitlementsDocument {
         json.key("as_of")
         json.date(asOf)
         json.key("consumables")
-        json.open()
-        for currency in JSONBytes.sortedKeys(consumables) {
-            json.key(currency)
-            json.int(consumables[currency]!)
-        }
-        json.close()
+        json.object(consumables) { $0.int($1) }
         json.key("entitlements")
-        json.open()
-        for name in JSONBytes.sortedKeys(entitlements) {
-            json.key(name)
-            json.entitlement(entitlements[name]!)
-        }
-        json.close()
+        json.object(entitlements) { $0.entitlement($1) }
         if !unknownProducts.isEmpty {
             json.key("unknown_products")
             json.bytes.append(UInt8(ascii: "["))
@@ -47,9 +37,15 @@ struct JSONBytes {
     /// Whether the innermost open object has no member yet.
     private var atFirstMember = false
 
-    /// The keys of `dictionary` in `JSONEncoder`'s `.sortedKeys` order on Linux: by their UTF-8 bytes.
-    static func sortedKeys<Value>(_ dictionary: [String: Value]) -> [String] {
-        dictionary.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    /// `dictionary` as an object, its members in `JSONEncoder`'s `.sortedKeys` order on Linux (by the keys'
+    /// UTF-8 bytes), each value written by `value`.
+    mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout JSONBytes, Value) -> Void) {
+        open()
+        for member in dictionary.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            key(member.key)
+            value(&self, member.value)
+        }
+        close()
     }
 
     mutating func open() {

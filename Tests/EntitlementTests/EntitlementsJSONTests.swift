@@ -2,21 +2,13 @@ import Foundation
 import Testing
 @testable import EntitlementModel
 @testable import ServiceRuntime
+@testable import FakeAppStore
 
 /// The hand-written JSON of the entitlements body against what `JSONEncoder` made of it before (through
 /// `HTTPResponse.json`, the route's former encoder): the same bytes for every document.
 @Suite struct EntitlementsJSONTests {
-    /// A small deterministic generator (SplitMix64), so a failure names a seed that reproduces it.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
+    /// Seeded, so a failure names a seed that reproduces it.
+    typealias Generator = SplitMix64
 
     /// Characters that escaping and key order care about: every control, quote, backslash, slash, DEL,
     /// two-, three- and four-byte UTF-8, a combining mark, the line and paragraph separators.
@@ -81,7 +73,7 @@ import Testing
 
     @Test func matchesJSONEncoderOverGeneratedDocuments() {
         for seed in UInt64(0)..<3_000 {
-            var random = Generator(state: seed)
+            var random = Generator(seed: seed)
             let document = Self.document(&random)
             let expected = HTTPResponse.json(document).body
             #expect(document.jsonBytes == expected, "seed \(seed): \(String(decoding: expected, as: UTF8.self))")

@@ -149,7 +149,7 @@ final class HTTPConnection {
                 let outcome = await work()
                 self.finish(request, outcome, route: route, started: started)
             }
-            Task(executorPreference: EventLoop.shared, operation: handle)
+            Task(executorPreference: EventLoop.shared.taskExecutor, operation: handle)
         }
     }
 
