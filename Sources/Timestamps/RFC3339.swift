@@ -34,6 +34,17 @@ public enum RFC3339 {
 
     /// `date` in `dialect`'s form.
     public static func string(from date: Date, dialect: Dialect) -> String {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(dialect == .strict ? 20 : 27)
+        append(date, dialect: dialect, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends `date`'s strict RFC 3339 form (``string(from:)``) to `bytes`, with no `String` in between.
+    public static func append(_ date: Date, to bytes: inout [UInt8]) { append(date, dialect: .strict, to: &bytes) }
+
+    /// Appends `date` in `dialect`'s form to `bytes`.
+    public static func append(_ date: Date, dialect: Dialect, to bytes: inout [UInt8]) {
         let reference = date.timeIntervalSinceReferenceDate
         var millisecond: Int?
         let bounded: Double
@@ -43,8 +54,8 @@ public enum RFC3339 {
                 ? -Double(CivilCalendar.unixOfReferenceDate)
                 : min(max(reference.rounded(.down), Double(minimumReference)), Double(maximumReference))
         case .postgreSQL:
-            if reference >= postgresLimit { return "infinity" }
-            if reference <= -postgresLimit { return "-infinity" }
+            if reference >= postgresLimit { return bytes.append(contentsOf: "infinity".utf8) }
+            if reference <= -postgresLimit { return bytes.append(contentsOf: "-infinity".utf8) }
             // Milliseconds, truncated; but a `Date` made from Apple's milliseconds is not exact in binary (it may
             // fall a few ten-thousandths of a millisecond short), so within a microsecond below a millisecond
             // counts as that millisecond: plain truncation stored about a quarter of Apple's dates 1 ms early.
@@ -59,8 +70,6 @@ public enum RFC3339 {
         let civil = CivilCalendar.civil(fromDays: days)
         let beforeChrist = millisecond != nil && civil.year < 1
 
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(millisecond == nil ? 20 : 27)
         append(beforeChrist ? 1 - civil.year : civil.year, width: 4, to: &bytes)
         bytes.append(UInt8(ascii: "-"))
         append(civil.month, width: 2, to: &bytes)
@@ -78,7 +87,6 @@ public enum RFC3339 {
         }
         bytes.append(UInt8(ascii: "Z"))
         if beforeChrist { bytes.append(contentsOf: " BC".utf8) }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The instant `text` names in `dialect`, or nil when it names none.

@@ -388,7 +388,7 @@ import Testing
         for _ in 0..<200 where !waiting {
             waiting = try await observer.query(
                 "SELECT wait_event_type = 'Lock' AS waiting FROM pg_stat_activity WHERE pid = $1", Int(waiter.backendPID)
-            ).rows.first?.bool("waiting") ?? false
+            ).rows.first?.optionalBool("waiting") ?? false  // NULL until the backend waits at all
         }
         try #require(waiting, "the second connection never started waiting for the lock")
 

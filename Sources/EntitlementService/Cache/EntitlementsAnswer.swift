@@ -13,23 +13,21 @@ enum EntitlementsAnswer {
 
     /// `body` (encoded with `as_of` = `asOf`) without its timestamp; nil when it is not shaped so.
     static func template(of body: [UInt8], asOf: Date) -> [UInt8]? {
-        let stamp = Array(RFC3339.string(from: asOf).utf8)
+        var stamp = [UInt8]()
+        RFC3339.append(asOf, to: &stamp)
         guard body.starts(with: head), body.dropFirst(head.count).starts(with: stamp) else { return nil }
         var template = body
         template.removeSubrange(head.count..<(head.count + stamp.count))
         return template
     }
 
-    /// The answer of `template` with `as_of` = `now`.
+    /// The answer of `template` with `as_of` = `now`: one allocation, the body's.
     static func response(_ template: [UInt8], at now: Date) -> HTTPResponse {
-        let stamp = RFC3339.string(from: now).utf8
         var body = [UInt8]()
-        body.reserveCapacity(template.count + stamp.count)
+        body.reserveCapacity(template.count + 20)
         body.append(contentsOf: template[..<head.count])
-        body.append(contentsOf: stamp)
+        RFC3339.append(now, to: &body)
         body.append(contentsOf: template[head.count...])
-        var headers = HTTPHeaders()
-        headers.add("Content-Type", "application/json")
-        return HTTPResponse(status: 200, headers: headers, body: body)
+        return .json(encoded: body)
     }
 }

@@ -143,10 +143,13 @@ final class HTTPConnection {
         case .ready(let outcome):
             finish(request, outcome, route: route, started: started)
         case .pending(let work):
-            Task { @Loop in
+            // Preferring the loop as task executor, the handler's awaits resume on the loop without a hop
+            // through the global executor's threads.
+            let handle: @Loop @Sendable () async -> Void = {
                 let outcome = await work()
                 self.finish(request, outcome, route: route, started: started)
             }
+            Task(executorPreference: EventLoop.shared.taskExecutor, operation: handle)
         }
     }
 

@@ -91,6 +91,7 @@ final class RouteChain {
     enum Handler {
         case immediate(Router.ImmediateHandler)
         case suspending(Router.Handler)
+        case answering(Router.AnsweringHandler)
     }
 
     let middleware: [any HTTPMiddleware]
@@ -112,16 +113,26 @@ final class RouteChain {
             case .immediate(let handler):
                 return .response(try handler(request, context))
             case .suspending(let handler):
-                return .pending {
-                    do {
-                        return .success(try await handler(request, context))
-                    } catch {
-                        return HTTPErrorAnswer.outcome(of: error, context)
-                    }
+                return Self.pending(context) { try await handler(request, context) }
+            case .answering(let handler):
+                switch try handler(request, context) {
+                case .now(let response): return .response(response)
+                case .later(let work): return Self.pending(context, work)
                 }
             }
         } catch {
             return .ready(HTTPErrorAnswer.outcome(of: error, context))
+        }
+    }
+
+    /// `work` to run in a task, what it throws answered with `context`.
+    private static func pending(_ context: HTTPRequestContext, _ work: @escaping @Loop () async throws -> HTTPResponse) -> HTTPAnswer {
+        .pending {
+            do {
+                return .success(try await work())
+            } catch {
+                return HTTPErrorAnswer.outcome(of: error, context)
+            }
         }
     }
 }

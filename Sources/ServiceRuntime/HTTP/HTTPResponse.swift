@@ -21,13 +21,18 @@ public struct HTTPResponse: Sendable, Equatable {
     /// problem and logs the error, as any other handler failure would.
     public static func json<T: Encodable>(_ value: T, status: Int = 200) -> HTTPResponse {
         do {
-            var headers = HTTPHeaders()
-            headers.add("Content-Type", "application/json")
-            return HTTPResponse(status: status, headers: headers, body: Array(try makeEncoder().encode(value)))
+            return json(encoded: Array(try makeEncoder().encode(value)), status: status)
         } catch {
             Log.error("json_encoding_failed", ["type": String(describing: T.self), "error": String(describing: error)])
             return ProblemError(status: 500, detail: "The server failed to produce its answer.").response
         }
+    }
+
+    /// A body already encoded as JSON (`application/json`), such as one written by hand or kept from before.
+    public static func json(encoded body: [UInt8], status: Int = 200) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        headers.add("Content-Type", "application/json")
+        return HTTPResponse(status: status, headers: headers, body: body)
     }
 
     /// A text body with the given content type.

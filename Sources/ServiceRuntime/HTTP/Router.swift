@@ -18,6 +18,9 @@ public final class Router: RouteRegistrar {
     public typealias Handler = @Loop (HTTPRequest, HTTPRequestContext) async throws -> HTTPResponse
     /// A handler that answers without suspending: it runs at once, with no task.
     public typealias ImmediateHandler = @Loop (HTTPRequest, HTTPRequestContext) throws -> HTTPResponse
+    /// A handler that answers at once when it can (a cache hit, with no task) and otherwise hands back the
+    /// work that suspends, which runs in a task.
+    public typealias AnsweringHandler = @Loop (HTTPRequest, HTTPRequestContext) throws -> HTTPHandlerAnswer
 
     /// A registered route, for listing (documentation, diagnostics).
     public struct Route: Sendable, Equatable {
@@ -72,6 +75,10 @@ public final class Router: RouteRegistrar {
 
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping ImmediateHandler) {
         add(method, pattern, name: name, middleware: [], handler: .immediate(handler))
+    }
+
+    public func add(_ method: String, _ pattern: String, name: String?, answering handler: @escaping AnsweringHandler) {
+        add(method, pattern, name: name, middleware: [], handler: .answering(handler))
     }
 
     /// Registers `handler` behind `middleware` for `method` (upper case) and `pattern`. A malformed pattern

@@ -28,6 +28,10 @@ public struct RouterGroup: RouteRegistrar {
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Router.ImmediateHandler) {
         router.add(method, prefix + pattern, name: name, middleware: middleware, handler: .immediate(handler))
     }
+
+    public func add(_ method: String, _ pattern: String, name: String?, answering handler: @escaping Router.AnsweringHandler) {
+        router.add(method, prefix + pattern, name: name, middleware: middleware, handler: .answering(handler))
+    }
 }
 
 /// Where routes are registered: the router, or a group of it (whose prefix comes before `pattern`).
@@ -40,6 +44,17 @@ public protocol RouteRegistrar {
     func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Router.Handler)
     /// Registers a handler that answers without suspending.
     func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Router.ImmediateHandler)
+    /// Registers a handler that answers without suspending when it can, and otherwise hands back work that does.
+    func add(_ method: String, _ pattern: String, name: String?, answering handler: @escaping Router.AnsweringHandler)
+}
+
+/// What an `AnsweringHandler` gives back: the response now, or the work that produces it after suspending.
+@Loop
+public enum HTTPHandlerAnswer {
+    /// Answered at once, inside the read callback.
+    case now(HTTPResponse)
+    /// Answered by `work`, run in a task on the loop; what it throws is answered as a handler's error is.
+    case later(_ work: @Loop () async throws -> HTTPResponse)
 }
 
 extension RouteRegistrar {

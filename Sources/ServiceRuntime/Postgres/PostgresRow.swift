@@ -8,22 +8,19 @@ public struct PostgresColumn: Sendable, Equatable {
     public let typeOID: UInt32
 }
 
-/// The columns of one result, shared by its rows, with a name index.
+/// The columns of one result, shared by its rows.
 final class PostgresColumnIndex: Sendable {
     let columns: [PostgresColumn]
-    private let positions: [String: Int]
 
     init(_ columns: [PostgresColumn]) {
         self.columns = columns
-        var positions: [String: Int] = [:]
-        for (i, column) in columns.enumerated() where positions[column.name] == nil {
-            positions[column.name] = i
-        }
-        self.positions = positions
     }
 
-    /// The position of the first column with this name.
-    func position(of name: String) -> Int? { positions[name] }
+    /// The position of the first column with this name. A scan: results have a few columns, and comparing
+    /// names costs less than hashing one (and than building a dictionary for every result).
+    func position(of name: String) -> Int? {
+        columns.firstIndex { $0.name == name }
+    }
 }
 
 /// One row of a result, its values in PostgreSQL's text output format.

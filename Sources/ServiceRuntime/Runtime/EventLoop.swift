@@ -7,6 +7,10 @@ import Foundation
 /// too: `EventLoop` is the `SerialExecutor` behind the `@Loop` global actor, so `async` handlers resume on
 /// the loop thread and may touch libuv handles directly. Other threads reach the loop only through
 /// `enqueue`, which appends to a locked queue and wakes the loop with `uv_async_send`.
+///
+/// Its `taskExecutor` runs tasks on the loop too: a task started with it as its executor preference (the HTTP
+/// server's handler tasks) resumes from a continuation straight on the loop, where it would otherwise be
+/// enqueued on the global concurrent executor, woken on one of its threads, and only then sent back.
 public final class EventLoop: SerialExecutor, @unchecked Sendable {
     /// The loop every part of the process shares; its thread starts on first use.
     public static let shared = EventLoop()
@@ -17,7 +21,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
     /// Writes the log lines buffered during an iteration before the loop waits for I/O again.
     private let logFlush: UnsafeMutablePointer<uv_prepare_t>
     private let lock = NSLock()
-    private var queued: [UnownedJob] = []
+    /// Jobs to run, each with whether it came through `taskExecutor`.
+    private var queued: [(job: UnownedJob, preferring: Bool)] = []
     private var threadID: pthread_t?
     private let started = DispatchSemaphore(value: 0)
 
@@ -35,6 +40,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         uv_prepare_start(logFlush) { _ in Log.flush() }
         uv_unref(cuv_handle(logFlush))
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        _ = taskExecutor  // made here, before any other thread can ask for it
         let thread = Thread { [self] in
             threadID = pthread_self()
             Log.bufferOnCurrentThread()
@@ -54,9 +60,15 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        let unowned = UnownedJob(job)
+        enqueue(UnownedJob(job), preferring: false)
+    }
+
+    /// The loop as a task executor, for tasks that should resume on it (`Task(executorPreference:)`).
+    public private(set) lazy var taskExecutor = LoopTaskExecutor(self)
+
+    fileprivate func enqueue(_ job: UnownedJob, preferring: Bool) {
         lock.lock()
-        queued.append(unowned)
+        queued.append((job, preferring))
         lock.unlock()
         uv_async_send(wakeup)
     }
@@ -82,14 +94,35 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         let more = !queued.isEmpty
         lock.unlock()
         if more { uv_async_send(wakeup) }
+        // A job that came through the task executor (a resumed continuation of a task preferring the loop) runs
+        // isolated to the loop as well: the loop thread runs one job at a time, and so its hop back to `@Loop`
+        // costs nothing.
         let executor = asUnownedSerialExecutor()
-        for job in batch {
-            job.runSynchronously(on: executor)
+        let taskExecutor = taskExecutor.asUnownedTaskExecutor()
+        for (job, preferring) in batch {
+            if preferring {
+                job.runSynchronously(isolatedTo: executor, taskExecutor: taskExecutor)
+            } else {
+                job.runSynchronously(on: executor)
+            }
         }
     }
 
     /// Milliseconds of the loop's cached clock (`uv_now`).
     public var now: UInt64 { uv_now(uv) }
+}
+
+/// `EventLoop.shared` as a task executor: what it is given runs on the loop thread.
+public final class LoopTaskExecutor: TaskExecutor, @unchecked Sendable {
+    private unowned let loop: EventLoop
+
+    fileprivate init(_ loop: EventLoop) {
+        self.loop = loop
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        loop.enqueue(UnownedJob(job), preferring: true)
+    }
 }
 
 /// The global actor of everything that lives on the uv loop: handles, connections, pools, routes.
