@@ -1,4 +1,5 @@
 import Testing
+import Foundation
 @testable import AppStore
 @testable import EntitlementService
 @testable import FakeAppStore
@@ -15,6 +16,26 @@ import Testing
     @Test(arguments: [nil, "", "Bearer", "Bearer ", "Basic app-key-one", "Bearer app-key-on", "Bearer app-key-one2", "app-key-one"])
     func anythingElseIsRejected(header: String?) {
         #expect(keys.authenticate(authorization: header) == nil)
+    }
+
+    @Test(arguments: ["BEARER app-key-one", "bEaReR \tapp-key-one \t", "Bearer   admin-key", "Bearer\tapp-key-one",
+                      "Bearer app-key-one\u{2003}", "Bearer \u{3000}app-key-two", "Bearer app-key-one\u{301}", "Bearer app key-one",
+                      "Bearer app-key-oné", "\u{2003}Bearer app-key-one"])
+    func asciiAndOtherValuesAreReadAlike(header: String) {
+        // Printable ASCII is read byte by byte, anything else by characters: both must agree with the
+        // character reading (scheme in any case, then whitespace around the key trimmed).
+        let scheme = "bearer "
+        var expected: Caller?
+        if header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme {
+            let key = header.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces)
+            expected = ["app-key-one": Caller(scope: .app, keyID: "app#1"), "app-key-two": Caller(scope: .app, keyID: "app#2"),
+                        "admin-key": Caller(scope: .admin, keyID: "admin#1")][key]
+        }
+        #expect(keys.authenticate(authorization: header) == expected)
+    }
+
+    @Test func theActorLogFieldNamesTheKeyID() {
+        #expect(keys.entry(authorization: "Bearer app-key-two")?.logMetadata.map { "\($0.key)=\($0.value)" } == ["actor=app#2"])
     }
 
     @Test func comparisonIsExact() {

@@ -43,6 +43,19 @@ import Testing
         #expect(await respond(router, request("PUT", "/v1/admin/products/p1")).route == "/v1/admin/products/{product_id}")
     }
 
+    @Test @Loop func aParameterPatternAnswersAMethodItsLiteralTwinLacks() async {
+        let router = Router()
+        router.get("/v1/admin/products") { _, _ in .text("list") }
+        router.post("/v1/admin/{kind}") { _, context in .text(try context.parameters.require("kind", as: String.self)) }
+        router.get("/v1/{a}/{b}/{c}") { _, _ in .text("three") }
+        let (posted, route) = await respond(router, request("POST", "/v1/admin/products"))
+        #expect(route == "/v1/admin/{kind}")
+        #expect(posted.body == Array("products".utf8))
+        #expect(await respond(router, request("GET", "/v1/admin/products")).response.body == Array("list".utf8))
+        #expect(await respond(router, request("HEAD", "/v1/x/y/z")).route == "/v1/{a}/{b}/{c}")
+        #expect(await respond(router, request("DELETE", "/v1/admin/products")).response.status == 405)
+    }
+
     @Test @Loop func unknownPathEmptySegmentAndTrailingSlashAre404() async {
         let router = router()
         for path in ["/nope", "/v1/users//entitlements", "/v1/admin/products/", "/v1/users/u/entitlements/x"] {

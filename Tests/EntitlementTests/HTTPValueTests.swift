@@ -145,6 +145,19 @@ import Testing
         #expect(RequestID.generate() != RequestID.generate())
     }
 
+    @Test func userIDsAreOneTo128PrintableCharacters() {
+        #expect(UserID(pathParameter: "1050")?.value == "1050")
+        #expect(UserID(pathParameter: String(repeating: "a", count: 128)) != nil)
+        #expect(UserID(pathParameter: String(repeating: "a", count: 129)) == nil)
+        #expect(UserID(pathParameter: String(repeating: "é", count: 128)) != nil)  // scalars, not bytes
+        #expect(UserID(pathParameter: "") == nil)
+        #expect(UserID(pathParameter: "   ") == nil)
+        #expect(UserID(pathParameter: "a b") != nil)
+        #expect(UserID(pathParameter: "a\tb") == nil)
+        #expect(UserID(pathParameter: "a\u{7F}") == nil)
+        #expect(UserID(pathParameter: "\u{2003}") == nil)
+    }
+
     @Test func httpDateFormat() {
         #expect(HTTPDate.format(784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")
     }

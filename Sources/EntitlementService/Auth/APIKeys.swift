@@ -17,11 +17,25 @@ struct Caller: Sendable, Equatable {
 
 /// The configured bearer keys and the constant-time check of a presented one.
 struct APIKeys: Sendable {
-    private let entries: [(key: [UInt8], caller: Caller)]
+    /// A configured key and who presents it.
+    struct Entry: Sendable {
+        let key: [UInt8]
+        let caller: Caller
+        /// The failure-log field naming the caller (`actor`), made once instead of per request.
+        let logMetadata: [(key: String, value: String)]
+
+        init(key: String, caller: Caller) {
+            self.key = Array(key.utf8)
+            self.caller = caller
+            logMetadata = [(key: "actor", value: caller.keyID)]
+        }
+    }
+
+    private let entries: [Entry]
 
     init(appKeys: [String], adminKeys: [String]) {
-        entries = adminKeys.enumerated().map { (Array($1.utf8), Caller(scope: .admin, keyID: "admin#\($0 + 1)")) }
-            + appKeys.enumerated().map { (Array($1.utf8), Caller(scope: .app, keyID: "app#\($0 + 1)")) }
+        entries = adminKeys.enumerated().map { Entry(key: $1, caller: Caller(scope: .admin, keyID: "admin#\($0 + 1)")) }
+            + appKeys.enumerated().map { Entry(key: $1, caller: Caller(scope: .app, keyID: "app#\($0 + 1)")) }
     }
 
     /// The caller an `Authorization` header value names, or nil when it holds no configured key.
@@ -29,19 +43,76 @@ struct APIKeys: Sendable {
     /// Every configured key is compared in full whatever matches, so the time taken tells nothing about
     /// which key, or how much of one, was right.
     func authenticate(authorization: String?) -> Caller? {
+        entry(authorization: authorization)?.caller
+    }
+
+    /// The entry of the key an `Authorization` header value holds (`Bearer <key>`, the scheme in any case,
+    /// spaces and tabs around the key ignored), or nil; compared as `authenticate` says.
+    func entry(authorization: String?) -> Entry? {
         guard let authorization else { return nil }
-        let scheme = "bearer "
-        guard authorization.count > scheme.count, authorization.prefix(scheme.count).lowercased() == scheme else { return nil }
-        let presented = Array(authorization.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces).utf8)
-        var found: Caller?
-        for entry in entries where Self.constantTimeEqual(entry.key, presented) {
-            found = found ?? entry.caller
+        var header = authorization
+        return header.withUTF8 { bytes in
+            switch Self.bearerKey(in: bytes) {
+            case .key(let range): return match(UnsafeBufferPointer(rebasing: bytes[range]))
+            case .absent: return nil
+            case .unusual: return Self.generalBearerKey(authorization).flatMap { $0.withUnsafeBufferPointer(match) }
+            }
+        }
+    }
+
+    /// The first entry whose key is `presented`, every key compared in full.
+    private func match(_ presented: UnsafeBufferPointer<UInt8>) -> Entry? {
+        var found: Entry?
+        for entry in entries where entry.key.withUnsafeBufferPointer({ Self.constantTimeEqual($0, presented) }) {
+            found = found ?? entry
         }
         return found
     }
 
+    /// Where a header value's bearer key lies.
+    private enum BearerKey {
+        /// The key's bytes.
+        case key(Range<Int>)
+        /// Not a bearer key.
+        case absent
+        /// The value holds more than printable ASCII and tabs: `generalBearerKey` decides.
+        case unusual
+    }
+
+    private static let scheme: StaticString = "bearer "
+
+    /// The key of a header value of printable ASCII and tabs, read byte by byte as `generalBearerKey` reads
+    /// it by characters (in ASCII without CR the two agree).
+    private static func bearerKey(in bytes: UnsafeBufferPointer<UInt8>) -> BearerKey {
+        for byte in bytes where byte != 0x09 && !(0x20...0x7E).contains(byte) { return .unusual }
+        let scheme = UnsafeBufferPointer(start: Self.scheme.utf8Start, count: Self.scheme.utf8CodeUnitCount)
+        guard bytes.count > scheme.count else { return .absent }
+        for index in scheme.indices {
+            let byte = bytes[index]
+            if (0x41...0x5A).contains(byte) ? byte | 0x20 != scheme[index] : byte != scheme[index] { return .absent }
+        }
+        var start = scheme.count
+        var end = bytes.count
+        while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
+        while end > start && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
+        return .key(start..<end)
+    }
+
+    /// The bytes of the key in `Bearer <key>` (the scheme in any case, whitespace around the key trimmed), or
+    /// nil when `authorization` is not such a value.
+    private static func generalBearerKey(_ authorization: String) -> [UInt8]? {
+        let scheme = "bearer "
+        guard authorization.count > scheme.count, authorization.prefix(scheme.count).lowercased() == scheme else { return nil }
+        return Array(authorization.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces).utf8)
+    }
+
     /// Compares two byte strings in time that depends only on their lengths, not on where they differ.
     static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        a.withUnsafeBufferPointer { a in b.withUnsafeBufferPointer { b in constantTimeEqual(a, b) } }
+    }
+
+    /// Compares two byte strings in time that depends only on their lengths, not on where they differ.
+    static func constantTimeEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
         var difference = UInt(bitPattern: a.count ^ b.count)
         let length = max(a.count, b.count)
         for index in 0..<length {

@@ -7,12 +7,16 @@ struct KeyAuthentication: HTTPMiddleware {
     let keys: APIKeys
 
     func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
-        guard let caller = keys.authenticate(authorization: request.headers["Authorization"]) else {
+        guard let entry = keys.entry(authorization: request.headers["Authorization"]) else {
             throw Self.unauthorized
         }
         var context = context
-        context.identity = caller
-        context.logMetadata.append((key: "actor", value: caller.keyID))
+        context.identity = entry.caller
+        if context.logMetadata.isEmpty {
+            context.logMetadata = entry.logMetadata  // shared, not built per request
+        } else {
+            context.logMetadata += entry.logMetadata
+        }
         return next(request, context)
     }
 

@@ -13,7 +13,9 @@ enum InputRules {
     /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank, and no control
     /// characters but the `allowed` ones.
     static func isText(_ value: String, maxLength: Int, allowing allowed: Set<Unicode.Scalar> = []) -> Bool {
-        (1...maxLength).contains(value.unicodeScalars.count) && !value.allSatisfy(\.isWhitespace)
+        // Visible ASCII alone (most ids) is neither blank nor control: only its length decides.
+        if value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) { return (1...maxLength).contains(value.utf8.count) }
+        return (1...maxLength).contains(value.unicodeScalars.count) && !value.allSatisfy(\.isWhitespace)
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 

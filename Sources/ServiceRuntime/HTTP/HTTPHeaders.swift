@@ -36,7 +36,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     /// Replaces every field called `name` with a single one.
     public mutating func set(_ name: String, _ value: String) {
-        remove(name)
+        if contains(name) { remove(name) }
         add(name, value)
     }
 

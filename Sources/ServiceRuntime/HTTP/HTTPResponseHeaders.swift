@@ -8,11 +8,19 @@ public struct HTTPResponseHeaders: HTTPMiddleware {
     }
 
     public func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
-        let fields = self.fields
-        return next(request, context).map { response in
+        let answer = next(request, context)
+        if case .ready(.success(var response)) = answer {  // no closure to allocate for a ready answer
+            apply(to: &response)
+            return .response(response)
+        }
+        return answer.map { response in
             var response = response
-            for (name, value) in fields { response.headers.set(name, value) }
+            apply(to: &response)
             return response
         }
+    }
+
+    private func apply(to response: inout HTTPResponse) {
+        for (name, value) in fields { response.headers.set(name, value) }
     }
 }

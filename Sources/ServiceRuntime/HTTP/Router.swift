@@ -30,7 +30,8 @@ public final class Router: RouteRegistrar {
     }
 
     private enum Segment {
-        case literal(Substring)
+        /// A literal segment's UTF-8 bytes.
+        case literal([UInt8])
         case parameter(String)
     }
 
@@ -58,6 +59,9 @@ public final class Router: RouteRegistrar {
     private var entries: [Entry] = []
     /// Entries without parameters by path, then method: the common lookup needs no splitting or scanning.
     private var literalEntries: [String: [String: Int]] = [:]
+    /// Indices of the entries with a parameter, by their number of segments: a path is matched only against
+    /// patterns as long as itself.
+    private var parameterEntries: [[Int]] = []
 
     public init() {}
 
@@ -89,6 +93,9 @@ public final class Router: RouteRegistrar {
                      "route \(method) \(pattern) registered twice")
         if segments.allSatisfy({ if case .literal = $0 { true } else { false } }) {
             literalEntries[pattern, default: [:]][method] = entries.count
+        } else {
+            while parameterEntries.count <= segments.count { parameterEntries.append([]) }
+            parameterEntries[segments.count].append(entries.count)
         }
         entries.append(Entry(route: Route(method: method, pattern: pattern, name: name), segments: segments,
                              chain: RouteChain(middleware: middleware, handler: handler)))
@@ -119,59 +126,79 @@ public final class Router: RouteRegistrar {
         if let byMethod = literalEntries[path], let index = byMethod[method] ?? (method == "HEAD" ? byMethod["GET"] : nil) {
             return .found(index, parameters: HTTPPathParameters())  // all literal: nothing can be more specific
         }
-        let parts = Self.split(path)
-        var best: Int?
-        var bestForGet: Int?
-        for index in entries.indices where Self.matches(entries[index].segments, parts) {
-            if entries[index].route.method == method && improves(index, on: best) { best = index }
-            if entries[index].route.method == "GET" && improves(index, on: bestForGet) { bestForGet = index }
-        }
-        if best == nil && method == "HEAD" { best = bestForGet }
+        return Self.match(method: method, path: path, entries, parameterEntries)
+    }
+
+    /// Finds the route with a parameter for `method` and raw `path`, comparing bytes (`Substring`'s views are
+    /// slow). Outside the actor's isolation, as the helpers it calls: a closure formed in `@Loop` code checks
+    /// the executor when run.
+    nonisolated private static func match(method: String, path: String, _ entries: [Entry], _ parameterEntries: [[Int]]) -> Match {
+        var path = path
+        return path.withUTF8 { match(method: method, path: $0, entries, parameterEntries) }
+    }
+
+    nonisolated private static func match(method: String, path bytes: UnsafeBufferPointer<UInt8>, _ entries: [Entry],
+                                          _ parameterEntries: [[Int]]) -> Match {
+        let parts = Self.split(bytes)
+        // An all-literal pattern that matches is the path itself, found above for the method when it has one.
+        let candidates = parts.count < parameterEntries.count ? parameterEntries[parts.count] : []
+        // Through a buffer: its elements are read in place, where the array's would be copied (each field retained).
+        let best = entries.withUnsafeBufferPointer { Self.best(in: $0, candidates, method: method, bytes, parts) }
         guard let index = best else {
-            let pathMatches = entries.filter { Self.matches($0.segments, parts) }
+            let pathMatches = entries.filter { Self.matches($0.segments, bytes, parts) }
             guard let first = pathMatches.first else { return .notFound }
             var allow = Set(pathMatches.map(\.route.method))
             if allow.contains("GET") { allow.insert("HEAD") }
             return .methodNotAllowed(route: first.route.pattern, allow: allow.sorted())
         }
-        let entry = entries[index]
         var parameters: [(name: String, value: String)] = []
-        for (segment, part) in zip(entry.segments, parts) {
+        for (segment, part) in zip(entries[index].segments, parts) {
             guard case .parameter(let name) = segment else { continue }
-            guard let value = PercentDecoding.decode(part) else { return .badParameter(route: entry.route.pattern, name: name) }
+            let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[part]), as: UTF8.self)  // whole characters of a String
+            guard let value = PercentDecoding.decode(text) else { return .badParameter(route: entries[index].route.pattern, name: name) }
             parameters.append((name, value))
         }
         return .found(index, parameters: HTTPPathParameters(parameters))
     }
 
-    /// True when the entry at `index` should replace the best match so far.
-    private func improves(_ index: Int, on current: Int?) -> Bool {
-        guard let current else { return true }
-        return Self.isMoreSpecific(entries[index].segments, than: entries[current].segments)
+    /// The index of the most specific of `candidates` whose pattern matches the path (`bytes` split into
+    /// `parts`) for `method` (`HEAD` falling back to `GET`).
+    nonisolated private static func best(in entries: UnsafeBufferPointer<Entry>, _ candidates: [Int], method: String,
+                             _ bytes: UnsafeBufferPointer<UInt8>, _ parts: [Range<Int>]) -> Int? {
+        var best: Int?
+        var bestForGet: Int?
+        for index in candidates where matches(entries[index].segments, bytes, parts) {
+            if entries[index].route.method == method && improves(entries, index, on: best) { best = index }
+            if entries[index].route.method == "GET" && improves(entries, index, on: bestForGet) { bestForGet = index }
+        }
+        return best == nil && method == "HEAD" ? bestForGet : best
     }
 
-    /// The `/`-separated segments of `path`, empty ones included.
-    private static func split(_ path: String) -> [Substring] {
-        var parts: [Substring] = []
+    /// True when the entry at `index` should replace the best match so far.
+    nonisolated private static func improves(_ entries: UnsafeBufferPointer<Entry>, _ index: Int, on current: Int?) -> Bool {
+        guard let current else { return true }
+        return isMoreSpecific(entries[index].segments, than: entries[current].segments)
+    }
+
+    /// The ranges of the `/`-separated segments of `bytes`, empty ones included.
+    nonisolated private static func split(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+        var parts: [Range<Int>] = []
         parts.reserveCapacity(8)
-        var start = path.startIndex
-        var index = path.utf8.startIndex
-        while index != path.utf8.endIndex {
-            if path.utf8[index] == UInt8(ascii: "/") {
-                parts.append(path[start..<index])
-                start = path.utf8.index(after: index)
-            }
-            index = path.utf8.index(after: index)
+        var start = 0
+        for index in bytes.indices where bytes[index] == UInt8(ascii: "/") {
+            parts.append(start..<index)
+            start = index + 1
         }
-        parts.append(path[start...])
+        parts.append(start..<bytes.count)
         return parts
     }
 
-    private static func matches(_ segments: [Segment], _ parts: [Substring]) -> Bool {
+    nonisolated private static func matches(_ segments: [Segment], _ bytes: UnsafeBufferPointer<UInt8>, _ parts: [Range<Int>]) -> Bool {
         guard segments.count == parts.count else { return false }
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal): if !literal.utf8.elementsEqual(part.utf8) { return false }
+            case .literal(let literal):
+                if literal.count != part.count || !literal.withUnsafeBufferPointer({ $0.elementsEqual(bytes[part]) }) { return false }
             case .parameter: if part.isEmpty { return false }
             }
         }
@@ -190,7 +217,7 @@ public final class Router: RouteRegistrar {
     }
 
     /// True when `a` has a literal segment where `b` first has a parameter.
-    private static func isMoreSpecific(_ a: [Segment], than b: [Segment]) -> Bool {
+    nonisolated private static func isMoreSpecific(_ a: [Segment], than b: [Segment]) -> Bool {
         for (x, y) in zip(a, b) {
             switch (x, y) {
             case (.literal, .parameter): return true
@@ -208,7 +235,7 @@ public final class Router: RouteRegistrar {
                 return .parameter(String(part.dropFirst().dropLast()))
             }
             precondition(!part.contains("{") && !part.contains("}"), "route pattern \(pattern): parameters must be whole segments")
-            return .literal(part)
+            return .literal(Array(part.utf8))
         }
     }
 }
