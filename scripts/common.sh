@@ -95,6 +95,16 @@ local_pgdata() {
     fi
 }
 
+# bench_service_bin: SERVICE_BIN, the entitlement-service a benchmark measures: as given, else this checkout's
+# release build (built now).
+bench_service_bin() {
+    if [ -z "${SERVICE_BIN:-}" ]; then
+        echo "building entitlement-service (release)" >&2
+        (cd "$ROOT" && swift build -c release --product entitlement-service >&2)
+        SERVICE_BIN="$ROOT/.build/release/entitlement-service"
+    fi
+}
+
 # bench_workspace NAME: for a benchmark script, WORK (a new directory under /tmp), PIDS (the background processes it
 # starts) and PGDIR (its throwaway cluster, once started); at exit the processes are stopped, the cluster stopped and
 # removed, and WORK removed.

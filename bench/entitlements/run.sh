@@ -93,11 +93,7 @@ stop_service() {
 echo "building the reference server" >&2
 gcc -O2 -Wall -o "$WORK/reference" "$ROOT/bench/http/reference.c" -luv -lhttp_parser
 
-if [ -z "${SERVICE_BIN:-}" ]; then
-    echo "building entitlement-service (release)" >&2
-    (cd "$ROOT" && swift build -c release --product entitlement-service >&2)
-    SERVICE_BIN="$ROOT/.build/release/entitlement-service"
-fi
+bench_service_bin
 
 echo "starting a throwaway PostgreSQL (fsync=off)" >&2
 PGDIR=$(mktemp -d /tmp/entitlement-bench-pg.XXXXXX)

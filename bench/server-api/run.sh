@@ -31,11 +31,7 @@ HERE="$ROOT/bench/server-api"
 OUT="$ROOT/bench/out/server-api"
 mkdir -p "$OUT"
 
-if [ -z "${SERVICE_BIN:-}" ]; then
-    echo "building entitlement-service (release)" >&2
-    (cd "$ROOT" && swift build -c release --product entitlement-service >&2)
-    SERVICE_BIN="$ROOT/.build/release/entitlement-service"
-fi
+bench_service_bin
 # PyJWT and cryptography: the signed-parity harness's venv (made by scripts/test.sh), else made here alike.
 VENV="$ROOT/.build/signed-parity-venv"
 if [ ! -x "$VENV/bin/python" ]; then

@@ -34,11 +34,7 @@ HERE="$ROOT/bench/webhooks"
 OUT="$ROOT/bench/out/webhooks"
 mkdir -p "$OUT"
 
-if [ -z "${SERVICE_BIN:-}" ]; then
-    echo "building entitlement-service (release)" >&2
-    (cd "$ROOT" && swift build -c release --product entitlement-service >&2)
-    SERVICE_BIN="$ROOT/.build/release/entitlement-service"
-fi
+bench_service_bin
 PY=$("$ROOT/scripts/webhook-receiver/run.sh" "$ROOT/.build/webhook-receiver-venv")
 
 bench_workspace webhook-bench
