@@ -2,8 +2,9 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// A writing transaction found that it changed users it had not watched (a purchase's owner changed between
-/// its look-up and its lock): it rolls back, and runs again watching them too.
+/// A writing transaction changed users it had not watched, so their events would be missing: it rolls back.
+/// Writers lock what they change before they watch (purchases by `OwnerStore.lockPurchases`), so this marks a
+/// writer that watched too few users, never a race.
 struct EventScopeChanged: Error, Sendable {
     var users: Set<String>
 }
