@@ -77,7 +77,6 @@ enum AdminInput {
         return value
     }
 
-    /// The optional `environment` query parameter: `Production` or `Sandbox`.
     /// `interval` (`day` when absent) for a window that makes at most ``ReportInterval/maximumBuckets`` buckets.
     static func reportInterval(_ request: HTTPRequest, window: (from: Date, to: Date)) throws -> ReportInterval {
         guard let interval = ReportInterval(rawValue: request.query["interval"] ?? "day") else {
@@ -100,6 +99,7 @@ enum AdminInput {
         }
     }
 
+    /// The optional `environment` query parameter: `Production` or `Sandbox`.
     static func queryEnvironment(_ request: HTTPRequest) throws -> StoreEnvironment? {
         guard let raw = request.query["environment"] else { return nil }
         guard let environment = StoreEnvironment(rawValue: raw) else {

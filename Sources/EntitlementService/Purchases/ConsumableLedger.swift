@@ -7,12 +7,7 @@ import Foundation
 struct ConsumableLedger {
     let db: PostgresPool
     let events: EventRecorder
-    private let ledger = LedgerStore()
-
-    init(db: PostgresPool, events: EventRecorder) {
-        self.db = db
-        self.events = events
-    }
+    let ledger = LedgerStore()
 
     /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
     /// - Throws: `InsufficientBalance` when the balance is short.

@@ -18,8 +18,7 @@ struct EntitlementReader {
     func evaluation(userID: String, at: Date) async throws -> (document: EntitlementsDocument, nextChange: Date?) {
         let catalog = try await catalog.current()
         let snapshot = try await UserSnapshotStore().snapshot(of: userID, on: db)
-        let report = EntitlementEvaluator.evaluate(
-            transactions: snapshot.transactions, renewals: snapshot.renewals, grants: snapshot.grants, catalog: catalog, at: at)
+        let report = snapshot.report(catalog: catalog, at: at)
         return (EntitlementsDocument(userID: userID, report: report, consumables: snapshot.balances), report.nextChange)
     }
 }

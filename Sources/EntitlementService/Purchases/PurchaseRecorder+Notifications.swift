@@ -95,7 +95,7 @@ extension PurchaseRecorder {
     private func apply(_ notification: StoredNotification, _ facts: NotificationFacts, catalog: Catalog,
                        on connection: PostgresConnection) async throws -> (owner: String?, effects: RecordingEffects) {
         let tokenUsers = try await tokens.users(of: Set(facts.transactions.compactMap(\.accountToken)), on: connection)
-        var purchaseOwners = facts.purchaseIDs.isEmpty ? [:] : try await owners.owners(of: facts.purchaseIDs, on: connection)
+        var purchaseOwners = try await owners.owners(of: facts.purchaseIDs, on: connection)
         for transaction in facts.transactions where purchaseOwners[transaction.originalTransactionID] == nil {
             purchaseOwners[transaction.originalTransactionID] = transaction.accountToken.flatMap { tokenUsers[$0] }
         }

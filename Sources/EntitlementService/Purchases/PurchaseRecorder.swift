@@ -142,7 +142,7 @@ struct PurchaseRecorder {
     /// (a user's own, an order's buyer), and the poster.
     func usersConcerned(purchases: [String], tokens: [UUID], poster: String?, on connection: PostgresConnection) async throws -> Set<String> {
         var users = Set(poster.map { [$0] } ?? [])
-        if !purchases.isEmpty { users.formUnion(try await owners.owners(of: Set(purchases).sorted(), on: connection).values) }
+        users.formUnion(try await owners.owners(of: Set(purchases).sorted(), on: connection).values)
         if !tokens.isEmpty { users.formUnion(try await self.tokens.users(of: Set(tokens), on: connection).values) }
         return users
     }
@@ -152,7 +152,7 @@ struct PurchaseRecorder {
     func finishEvents(_ watch: EventRecorder.Watch, _ effects: RecordingEffects, report notification: StoredNotification?,
                       catalog: Catalog, on connection: PostgresConnection) async throws {
         let purchases = Set(effects.transactions.map(\.originalTransactionID)).sorted()
-        let ownersNow = purchases.isEmpty ? [:] : try await owners.owners(of: purchases, on: connection)
+        let ownersNow = try await owners.owners(of: purchases, on: connection)
         let report = AppStoreReport(transactions: effects.transactions, newTransactionIDs: effects.newTransactionIDs,
                                     notificationType: notification?.type, subtype: notification?.subtype,
                                     productTypes: catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })

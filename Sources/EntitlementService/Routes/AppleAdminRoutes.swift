@@ -31,11 +31,9 @@ struct AppleAdminRoutes {
             let transferredFrom = try await sync.attachOrder(body.orderID, to: userID, waitMs: waitMs, actor: caller.keyID)
             return .json(AttachedOrderBody(document: try await reader.document(userID: userID, at: Date()), transferredFrom: transferredFrom.first))
         } catch let conflict as OwnershipConflict {
-            throw ProblemError(status: 409, title: "Purchase owned by another user",
-                               detail: "The purchase \(conflict.originalTransactionID) of this order already belongs to another user and RESTORE_POLICY is keep; nothing was moved.",
-                               extra: ["original_transaction_id": .string(conflict.originalTransactionID)])
+            throw ProblemError.ownershipConflict(conflict.originalTransactionID, source: " of this order", outcome: "nothing was moved")
         } catch let failure as AppleReadFailure {
-            return try Self.response(failure, notFound: "Neither the App Store's Production nor its Sandbox environment knows this order ID.")
+            throw Self.problem(failure, notFound: "Neither the App Store's Production nor its Sandbox environment knows this order ID.")
         }
     }
 
@@ -45,7 +43,7 @@ struct AppleAdminRoutes {
             _ = try await sync.refresh(userID: userID, waitMs: waitMs)
             return .json(try await reader.document(userID: userID, at: Date()))
         } catch let failure as AppleReadFailure {
-            return try Self.response(failure, notFound: "The App Store does not know this user's purchases.")
+            throw Self.problem(failure, notFound: "The App Store does not know this user's purchases.")
         }
     }
 
@@ -60,24 +58,23 @@ struct AppleAdminRoutes {
         return (caller, userID, sync, waitMs)
     }
 
-    /// The answer to a read that changed nothing: 404 naming `order_id`, 503 with `Retry-After`, or 502.
-    private static func response(_ failure: AppleReadFailure, notFound: String) throws -> HTTPResponse {
+    /// The problem answering a read that changed nothing: 404 naming `order_id`, 503 with `Retry-After`, or 502.
+    private static func problem(_ failure: AppleReadFailure, notFound: String) -> ProblemError {
         switch failure {
         case .notFound:
-            throw ProblemError(status: 404, detail: notFound, extra: ["field": "order_id"])
+            return ProblemError(status: 404, detail: notFound, extra: ["field": "order_id"])
         case .unavailable(let seconds, let detail):
             Log.warning("app_store_server_api_unavailable", ["detail": detail, "retry_after_s": seconds])
-            var response = ProblemError(status: 503, title: "App Store unavailable",
-                                        detail: "The App Store did not answer in time; nothing was changed. Ask again after Retry-After seconds.").response
-            response.headers.set("Retry-After", String(seconds))
-            return response
+            return ProblemError(status: 503, title: "App Store unavailable",
+                                detail: "The App Store did not answer in time; nothing was changed. Ask again after Retry-After seconds.",
+                                headers: ["Retry-After": String(seconds)])
         case .configuration:
             // The client logs the episode once (`apple_api_configuration_error`); the access log has each 502.
-            throw ProblemError(status: 502, title: "App Store configuration error",
+            return ProblemError(status: 502, title: "App Store configuration error",
                                detail: "The App Store refused the service's API key in every environment; nothing was changed.")
         case .refused(let detail):
             Log.warning("app_store_server_api_refused", ["detail": detail])
-            throw ProblemError(status: 502, title: "App Store answer refused", detail: "The App Store's answer could not be used; nothing was changed.")
+            return ProblemError(status: 502, title: "App Store answer refused", detail: "The App Store's answer could not be used; nothing was changed.")
         }
     }
 }

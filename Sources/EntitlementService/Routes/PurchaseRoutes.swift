@@ -58,11 +58,8 @@ struct PurchaseRoutes {
         case .rejected(let appleStatus, let detail)?:
             throw ProblemError(status: 422, title: "Receipt rejected", detail: detail, extra: Self.problemFields(id, appleStatus))
         case .conflict(let originalTransactionID)?:
-            var extra = Self.problemFields(id, nil)
-            extra["original_transaction_id"] = .string(originalTransactionID)
-            throw ProblemError(status: 409, title: "Purchase owned by another user",
-                               detail: "The purchase \(originalTransactionID) in this receipt already belongs to another user and RESTORE_POLICY is keep; nothing was moved.",
-                               extra: extra)
+            throw ProblemError.ownershipConflict(originalTransactionID, source: " in this receipt", outcome: "nothing was moved",
+                                                 extra: Self.problemFields(id, nil))
         case .configurationError(let appleStatus, _)?:
             throw ProblemError(status: 502, title: "App Store configuration error",
                                detail: "The App Store refused the service's configuration (shared secret or request); the receipt is stored and will be retried.",

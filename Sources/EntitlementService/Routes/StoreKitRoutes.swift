@@ -82,9 +82,7 @@ struct StoreKitRoutes {
                 catalog: try await catalog.current(),
                 context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, claim: nil, orderID: orderID))
         } catch let conflict as OwnershipConflict {
-            throw ProblemError(status: 409, title: "Purchase owned by another user",
-                               detail: "The purchase \(conflict.originalTransactionID) already belongs to another user and RESTORE_POLICY is keep; nothing was recorded.",
-                               extra: ["original_transaction_id": .string(conflict.originalTransactionID)])
+            throw ProblemError.ownershipConflict(conflict.originalTransactionID, outcome: "nothing was recorded")
         }
         Log.info("signed_transactions_recorded", ["request_id": request.requestID, "user_id": userID, "environment": environment.rawValue,
                                                   "transactions": transactions.count, "new_transactions": recorded.newTransactions])
@@ -109,7 +107,7 @@ struct StoreKitRoutes {
     private func appAccountToken(_ context: HTTPRequestContext) async throws -> HTTPResponse {
         let userID = try context.parameters.require("user_id", as: UserID.self).value
         let token = try await AppAccountTokenStore().token(for: userID, on: db)
-        return .json(["user_id": userID, "app_account_token": token.uuidString.lowercased()])
+        return .json(["user_id": userID, "app_account_token": token.lowercasedString])
     }
 }
 

@@ -18,7 +18,7 @@ struct GrantStore {
     func create(id: UUID, userID: String, entitlement: String, expiresAt: Date?, reason: String, actor: String, now: Date,
                 on db: some PostgresQueryable) async throws -> GrantRecord {
         let record = GrantRecord(
-            grant: Grant(id: id.uuidString.lowercased(), userID: userID, entitlement: entitlement,
+            grant: Grant(id: id.lowercasedString, userID: userID, entitlement: entitlement,
                          createdAt: Self.wholeSecond(now), expiresAt: expiresAt, reason: reason),
             createdBy: actor, revokedBy: nil)
         _ = try await db.query("""
@@ -54,7 +54,8 @@ struct GrantStore {
         GrantRecord(grant: try grant(row), createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
     }
 
-    private static func grant(_ row: PostgresRow) throws -> Grant {
+    /// A row of `grants` as the model's `Grant` (also read by ``UserSnapshotStore``).
+    static func grant(_ row: PostgresRow) throws -> Grant {
         Grant(id: try row.string("grant_id"), userID: try row.string("user_id"), entitlement: try row.string("entitlement"),
               createdAt: try row.date("created_at"), expiresAt: try row.optionalDate("expires_at"),
               revokedAt: try row.optionalDate("revoked_at"), reason: try row.string("reason"))

@@ -32,6 +32,7 @@ struct OwnerStore {
     /// (in id order) until the caller's transaction ends.
     func owners(of originalTransactionIDs: [String], locking: Bool = false,
                 on db: some PostgresQueryable) async throws -> [String: String] {
+        guard !originalTransactionIDs.isEmpty else { return [:] }
         let rows = try await db.query(locking ? """
             SELECT original_transaction_id, user_id FROM purchase_owners
              WHERE original_transaction_id = ANY($1)

@@ -65,17 +65,6 @@ struct UserSnapshotStore {
             balances[try row.string("currency")] = try row.int("balance")
         }
         return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals,
-                            grants: try results[2].rows.map(GrantRows.grant), balances: balances)
-    }
-}
-
-/// The `grants` table's rows as the model's `Grant`.
-enum GrantRows {
-    static func grant(_ row: PostgresRow) throws -> Grant {
-        Grant(
-            id: try row.string("grant_id"), userID: try row.string("user_id"),
-            entitlement: try row.string("entitlement"), createdAt: try row.date("created_at"),
-            expiresAt: try row.optionalDate("expires_at"), revokedAt: try row.optionalDate("revoked_at"),
-            reason: try row.string("reason"))
+                            grants: try results[2].rows.map(GrantStore.grant), balances: balances)
     }
 }

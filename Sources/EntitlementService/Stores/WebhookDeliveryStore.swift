@@ -59,7 +59,7 @@ struct DeliveryRow: Sendable, Encodable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(eventID.uuidString.lowercased(), forKey: .eventID)
+        try container.encode(eventID.lowercasedString, forKey: .eventID)
         try container.encode(type, forKey: .type)
         try container.encode(userID, forKey: .userID)
         try container.encode(status, forKey: .status)

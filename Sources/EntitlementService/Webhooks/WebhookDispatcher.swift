@@ -150,7 +150,7 @@ final class WebhookDispatcher {
 
     /// One attempt: sign, POST, decide, record.
     private func send(_ claim: DeliveryClaim) async {
-        let id = claim.eventID.uuidString.lowercased()
+        let id = claim.eventID.lowercasedString
         let body = Array(claim.payload.utf8)
         let timestamp = Int(Date().timeIntervalSince1970)
         let outcome: WebhookAttemptOutcome, error: String?
