@@ -161,7 +161,9 @@ public enum EntitlementEvaluator {
     }
 
     /// Each `transactionID` once: the last copy, keeping the earliest cancellation and any upgrade flag.
+    /// The input itself when no id repeats (the usual case), which costs no copy.
     static func distinct(_ transactions: [OwnedTransaction]) -> [OwnedTransaction] {
+        guard repeatsAnID(transactions) else { return transactions }
         var order: [String] = []
         var copies: [String: OwnedTransaction] = [:]
         for owned in transactions {
@@ -178,6 +180,22 @@ public enum EntitlementEvaluator {
             copies[id] = merged
         }
         return order.compactMap { copies[$0] }
+    }
+
+    /// Whether two transactions share a `transactionID`: pairwise for a few (no hashing, no allocation), with
+    /// a set beyond.
+    private static func repeatsAnID(_ transactions: [OwnedTransaction]) -> Bool {
+        guard transactions.count > 16 else {
+            for later in transactions.indices.dropFirst() {
+                for earlier in 0..<later
+                where transactions[earlier].transaction.transactionID == transactions[later].transaction.transactionID {
+                    return true
+                }
+            }
+            return false
+        }
+        var seen = Set<String>(minimumCapacity: transactions.count)
+        return transactions.indices.contains { !seen.insert(transactions[$0].transaction.transactionID).inserted }
     }
 
     /// The App Store details of a purchase that is not a live subscription.

@@ -111,13 +111,27 @@ enum SubscriptionRules {
     /// before its expiry: an upgrade starts at once, where a downgrade or crossgrade waits for the renewal.
     /// Nil for a transaction that was not upgraded.
     private static func upgradeDate(of transaction: StoreTransaction, in chain: [OwnedTransaction]) -> Date? {
-        let later = chain.lazy.map(\.transaction).filter { $0.purchaseDate > transaction.purchaseDate }
+        // Plain loops over the chain's indices: no transaction is copied, and a chain of n transactions costs
+        // n² date comparisons, which lazy filters with key paths made the evaluator's largest cost.
         guard transaction.isUpgraded else {
             guard let expires = transaction.expiresDate else { return nil }
-            return later.filter { $0.productID != transaction.productID && $0.purchaseDate < expires }.map(\.purchaseDate).min()
+            var upgrade: Date?
+            for index in chain.indices {
+                let purchased = chain[index].transaction.purchaseDate
+                guard purchased > transaction.purchaseDate, purchased < expires, upgrade.map({ purchased < $0 }) ?? true,
+                      chain[index].transaction.productID != transaction.productID
+                else { continue }
+                upgrade = purchased
+            }
+            return upgrade
         }
         if let cancelled = transaction.cancellationDate { return cancelled }
-        return later.map(\.purchaseDate).min() ?? transaction.purchaseDate
+        var next: Date?
+        for index in chain.indices {
+            let purchased = chain[index].transaction.purchaseDate
+            if purchased > transaction.purchaseDate, next.map({ purchased < $0 }) ?? true { next = purchased }
+        }
+        return next ?? transaction.purchaseDate
     }
 
     /// Inactive claims for a transaction that no longer decides anything.
