@@ -45,9 +45,9 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
         // RFC 3339 and civil-calendar arithmetic, shared by the model and the database codec. Pure Swift.
-        .target(name: "Timestamps"),
+        .target(name: "Timestamps", swiftSettings: releaseFlags),
         // The domain: catalog, Apple payloads, evaluation. Pure Swift, no C, no I/O.
-        .target(name: "EntitlementModel", dependencies: ["Timestamps"]),
+        .target(name: "EntitlementModel", dependencies: ["Timestamps"], swiftSettings: releaseFlags),
         // The loop, HTTP server, PostgreSQL and curl clients, logging and metrics: nothing about entitlements.
         .target(
             name: "ServiceRuntime",

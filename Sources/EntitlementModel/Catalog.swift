@@ -34,6 +34,11 @@ public struct Catalog: Sendable, Hashable, Codable {
         positions[id].map { products[$0] }
     }
 
+    /// Where the product with this id stands in `products`, if the catalog has it.
+    func position(of id: String) -> Int? {
+        positions[id]
+    }
+
     /// This catalog with `product` added at the end, or replacing the product with the same id in place.
     public func upserting(_ product: Product) -> Catalog {
         var products = products

@@ -105,36 +105,60 @@ public enum EntitlementEvaluator {
     private static func candidates(
         transactions: [OwnedTransaction], renewals: [RenewalInfo], grants: [Grant], catalog: Catalog, at: Date
     ) -> (candidates: [EntitlementCandidate], unknownProducts: Set<String>) {
+        let transactions = distinct(transactions)
         var unknownProducts = Set<String>()
-        var subscriptionChains: [String: [OwnedTransaction]] = [:]
-        var nonRenewing: [(OwnedTransaction, Product)] = []
+        var chains = ChainGrouping()
+        var nonRenewing: [(transaction: Int, product: Int)] = []
         var candidates: [EntitlementCandidate] = []
 
-        for owned in distinct(transactions) {
-            let transaction = owned.transaction
-            guard let product = catalog.product(transaction.productID) else {
+        for index in transactions.indices {
+            let transaction = transactions[index].transaction
+            guard let position = catalog.position(of: transaction.productID) else {
                 if transaction.purchaseDate <= at { unknownProducts.insert(transaction.productID) }
                 continue
             }
-            switch product.type {
+            switch catalog.products[position].type {
             case .autoRenewable:
                 // Later transactions stay in the chain: they tell the rules that a renewal did follow.
-                subscriptionChains[transaction.originalTransactionID, default: []].append(owned)
+                chains.add((index, position), to: transaction.originalTransactionID)
             case .nonRenewing where transaction.purchaseDate <= at:
-                nonRenewing.append((owned, product))
+                nonRenewing.append((index, position))
             case .nonConsumable where transaction.purchaseDate <= at:
-                candidates += nonConsumableCandidates(owned, product: product, at: at)
+                candidates += nonConsumableCandidates(transactions[index], product: catalog.products[position], at: at)
             case .consumable, .nonRenewing, .nonConsumable:
                 break
             }
         }
 
-        let renewalsByChain = Dictionary(renewals.map { ($0.originalTransactionID, $0) }) { _, last in last }
         candidates += SubscriptionRules.candidates(
-            chains: subscriptionChains, renewals: renewalsByChain, catalog: catalog, at: at)
-        candidates += nonRenewingCandidates(nonRenewing, at: at)
+            chains: chains.chains, transactions: transactions, renewals: renewals, catalog: catalog, at: at)
+        candidates += nonRenewingCandidates(nonRenewing, transactions: transactions, catalog: catalog, at: at)
         candidates += grants.compactMap { grantCandidate($0, at: at) }
         return (candidates, unknownProducts)
+    }
+
+    /// Transactions grouped into subscription chains by `originalTransactionID`: by comparison while there are
+    /// few chains (a user has one or two), through a dictionary beyond.
+    private struct ChainGrouping {
+        var chains: [SubscriptionRules.Chain] = []
+        private var positions: [String: Int]?
+
+        mutating func add(_ member: (transaction: Int, product: Int), to originalTransactionID: String) {
+            if let position = position(of: originalTransactionID) {
+                chains[position].members.append(member)
+                return
+            }
+            positions?[originalTransactionID] = chains.count
+            chains.append(SubscriptionRules.Chain(originalTransactionID: originalTransactionID, members: [member]))
+            if positions == nil, chains.count > 8 {
+                positions = Dictionary(uniqueKeysWithValues: chains.indices.map { (chains[$0].originalTransactionID, $0) })
+            }
+        }
+
+        private func position(of originalTransactionID: String) -> Int? {
+            if let positions { return positions[originalTransactionID] }
+            return chains.firstIndex { $0.originalTransactionID == originalTransactionID }
+        }
     }
 
     /// The earliest date after `at` carried by the input itself (a purchase, refund, expiry, end of grace,
@@ -227,40 +251,42 @@ public enum EntitlementEvaluator {
     }
 
     private static func nonRenewingCandidates(
-        _ purchases: [(OwnedTransaction, Product)], at: Date
+        _ purchases: [(transaction: Int, product: Int)], transactions: [OwnedTransaction], catalog: Catalog, at: Date
     ) -> [EntitlementCandidate] {
-        var byName: [String: [(OwnedTransaction, Product)]] = [:]
+        var byName: [String: [(transaction: Int, product: Int)]] = [:]
         for purchase in purchases {
-            for name in purchase.1.entitlements { byName[name, default: []].append(purchase) }
+            for name in catalog.products[purchase.product].entitlements { byName[name, default: []].append(purchase) }
         }
         var candidates: [EntitlementCandidate] = []
         for (name, purchases) in byName {
             let ordered = purchases.sorted {
-                ($0.0.transaction.purchaseDate, $0.0.transaction.transactionID)
-                    < ($1.0.transaction.purchaseDate, $1.0.transaction.transactionID)
+                let (first, second) = (transactions[$0.transaction].transaction, transactions[$1.transaction].transaction)
+                return (first.purchaseDate, first.transactionID) < (second.purchaseDate, second.transactionID)
             }
-            var stack: (end: Date, last: OwnedTransaction, product: Product)?
-            for (owned, product) in ordered {
-                let transaction = owned.transaction
-                if let withdrawn = withdrawal(of: transaction, at: at) {
+            var stack: (end: Date, last: (transaction: Int, product: Int))?
+            for member in ordered {
+                let owned = transactions[member.transaction]
+                let product = catalog.products[member.product]
+                if let withdrawn = withdrawal(of: owned.transaction, at: at) {
                     candidates.append(EntitlementCandidate(
                         name: name,
                         entitlement: Entitlement(expiresAt: withdrawn.date, inactiveReason: withdrawn.reason,
                                                  source: .appStore(purchase(owned, product: product))),
-                        started: transaction.purchaseDate, identity: transaction.transactionID))
+                        started: owned.transaction.purchaseDate, identity: owned.transaction.transactionID))
                     continue
                 }
                 // A validated catalog gives every non-renewing product a duration.
                 guard let duration = product.duration else { continue }
-                let start = max(transaction.purchaseDate, stack?.end ?? transaction.purchaseDate)
-                stack = (duration.adding(to: start), owned, product)
+                let start = max(owned.transaction.purchaseDate, stack?.end ?? owned.transaction.purchaseDate)
+                stack = (duration.adding(to: start), member)
             }
             if let stack {
+                let last = transactions[stack.last.transaction]
                 candidates.append(EntitlementCandidate(
                     name: name,
                     entitlement: Entitlement(expiresAt: stack.end, inactiveReason: at < stack.end ? nil : .expired,
-                                             source: .appStore(purchase(stack.last, product: stack.product))),
-                    started: stack.last.transaction.purchaseDate, identity: stack.last.transaction.transactionID))
+                                             source: .appStore(purchase(last, product: catalog.products[stack.last.product]))),
+                    started: last.transaction.purchaseDate, identity: last.transaction.transactionID))
             }
         }
         return candidates

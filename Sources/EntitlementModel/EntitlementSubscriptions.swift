@@ -3,15 +3,26 @@ import Foundation
 /// The auto-renewable subscription rules of ``EntitlementEvaluator``, one chain (`originalTransactionID`) at a
 /// time, then one subscription group at a time.
 enum SubscriptionRules {
+    /// One subscription (an `originalTransactionID`): where its transactions stand in the evaluator's list and
+    /// where their auto-renewable products stand in the catalog. Positions, so that no transaction or product
+    /// is copied while the chain is ranked.
+    struct Chain {
+        var originalTransactionID: String
+        var members: [(transaction: Int, product: Int)] = []
+    }
+
     /// The claims of every chain. `chains` hold all known transactions of auto-renewable catalog products,
     /// including ones purchased after `at`.
     static func candidates(
-        chains: [String: [OwnedTransaction]], renewals: [String: RenewalInfo], catalog: Catalog, at: Date
+        chains: [Chain], transactions: [OwnedTransaction], renewals: [RenewalInfo], catalog: Catalog, at: Date
     ) -> [EntitlementCandidate] {
         var candidates: [EntitlementCandidate] = []
         var current: [Current] = []
-        for (originalID, chain) in chains {
-            let outcome = evaluate(chain: chain, renewal: renewals[originalID], catalog: catalog, at: at)
+        let renewalsByChain = renewals.count > 8 ? Dictionary(renewals.map { ($0.originalTransactionID, $0) }) { _, last in last } : nil
+        for chain in chains {
+            let renewal = renewalsByChain.map { $0[chain.originalTransactionID] }
+                ?? renewals.last { $0.originalTransactionID == chain.originalTransactionID }
+            let outcome = evaluate(chain, transactions: transactions, renewal: renewal, catalog: catalog, at: at)
             candidates += outcome.past
             if let live = outcome.current { current.append(live) }
         }
@@ -41,42 +52,55 @@ enum SubscriptionRules {
         func outranks(_ other: Current) -> Bool { lead.outranks(other.lead) }
     }
 
-    /// One chain's claims: `current` when its deciding transaction is active, `past` for everything else.
+    /// A transaction of the chain that no longer decides anything, and why.
+    private struct Ended {
+        var member: (transaction: Int, product: Int)
+        var end: Date
+        var reason: InactiveReason
+    }
+
+    /// One chain's claims: `current` when its deciding transaction is active, `past` for everything else. Of
+    /// the transactions that no longer decide, only those whose end is the latest for one of their names give
+    /// claims: an earlier end never outranks it (see ``EntitlementCandidate/outranks(_:)``), and the chain is
+    /// one source.
     private static func evaluate(
-        chain: [OwnedTransaction], renewal: RenewalInfo?, catalog: Catalog, at: Date
+        _ chain: Chain, transactions: [OwnedTransaction], renewal: RenewalInfo?, catalog: Catalog, at: Date
     ) -> (current: Current?, past: [EntitlementCandidate]) {
-        var past: [EntitlementCandidate] = []
-        var counting: [(owned: OwnedTransaction, expires: Date, product: Product)] = []
-        for owned in chain {
-            let transaction = owned.transaction
-            guard transaction.purchaseDate <= at, let expires = transaction.expiresDate,
-                  let product = catalog.product(transaction.productID)
-            else { continue }
+        var ended: [Ended] = []
+        var decider: (member: (transaction: Int, product: Int), expires: Date)?
+        var renewedLater = false
+        for member in chain.members {
+            let transaction = transactions[member.transaction].transaction
+            guard transaction.purchaseDate <= at else {
+                renewedLater = true
+                continue
+            }
+            guard let expires = transaction.expiresDate else { continue }
             if let withdrawn = EntitlementEvaluator.withdrawal(of: transaction, at: at) {
-                past += claims(owned, product: product, end: withdrawn.date, reason: withdrawn.reason)
-            } else if let upgraded = upgradeDate(of: transaction, in: chain), upgraded <= at {
-                past += claims(owned, product: product, end: min(upgraded, expires), reason: .expired)
+                ended.append(Ended(member: member, end: withdrawn.date, reason: withdrawn.reason))
+            } else if let upgraded = upgradeDate(of: transaction, in: chain, transactions: transactions), upgraded <= at {
+                ended.append(Ended(member: member, end: min(upgraded, expires), reason: .expired))
+            } else if let current = decider, !decides(transaction, expires: expires,
+                                                      over: transactions[current.member.transaction].transaction,
+                                                      expiring: current.expires) {
+                ended.append(Ended(member: member, end: expires, reason: .expired))
             } else {
-                counting.append((owned, expires, product))
+                if let current = decider { ended.append(Ended(member: current.member, end: current.expires, reason: .expired)) }
+                decider = (member, expires)
             }
         }
-        let ordered = counting.sorted {
-            ($0.expires, $0.owned.transaction.purchaseDate, $0.owned.transaction.transactionID)
-                < ($1.expires, $1.owned.transaction.purchaseDate, $1.owned.transaction.transactionID)
-        }
-        guard let decider = ordered.last else { return (nil, past) }
-        for earlier in ordered.dropLast() {
-            past += claims(earlier.owned, product: earlier.product, end: earlier.expires, reason: .expired)
-        }
+        let past = latestClaims(ended, transactions: transactions, catalog: catalog)
+        guard let decider else { return (nil, past) }
+        let owned = transactions[decider.member.transaction]
+        let product = catalog.products[decider.member.product]
 
         // Renewal info describes the subscription now. When a later transaction exists, `at` lies in the past
         // of a renewal that did happen: the subscription was going to renew and was in no billing trouble.
-        let renewedLater = chain.contains { $0.transaction.purchaseDate > at }
         let renewal = renewedLater ? nil : renewal
         let expires = decider.expires
         let graceEnd = renewal?.gracePeriodExpiresDate.flatMap { $0 > expires ? $0 : nil }
         let accessEnd = graceEnd ?? expires
-        var purchase = EntitlementEvaluator.purchase(decider.owned, product: decider.product)
+        var purchase = EntitlementEvaluator.purchase(owned, product: product)
         purchase.willRenew = renewedLater || renewal?.willRenew == true
 
         let entitlement: Entitlement
@@ -92,13 +116,50 @@ enum SubscriptionRules {
             entitlement = Entitlement(expiresAt: accessEnd, inactiveReason: retryEnded ? .billingRetryEnded : .expired,
                                       source: .appStore(purchase))
         }
-        let candidates = decider.product.entitlements.map {
-            EntitlementCandidate(name: $0, entitlement: entitlement, started: decider.owned.transaction.purchaseDate,
-                                 identity: decider.owned.transaction.transactionID)
+        let candidates = product.entitlements.map {
+            EntitlementCandidate(name: $0, entitlement: entitlement, started: owned.transaction.purchaseDate,
+                                 identity: owned.transaction.transactionID)
         }
         guard entitlement.active, let lead = candidates.first else { return (nil, past + candidates) }
-        let group = decider.product.subscriptionGroup ?? decider.owned.transaction.subscriptionGroupIdentifier
+        let group = product.subscriptionGroup ?? owned.transaction.subscriptionGroupIdentifier
         return (Current(group: group, candidates: candidates, lead: lead), past)
+    }
+
+    /// Whether `transaction` rather than `other` decides the chain: the later expiry, then the later purchase,
+    /// then the larger transaction id.
+    private static func decides(_ transaction: StoreTransaction, expires: Date, over other: StoreTransaction,
+                                expiring otherExpires: Date) -> Bool {
+        (otherExpires, other.purchaseDate, other.transactionID) < (expires, transaction.purchaseDate, transaction.transactionID)
+    }
+
+    /// The inactive claims of the transactions that no longer decide: per entitlement name, those that ended
+    /// last.
+    private static func latestClaims(_ ended: [Ended], transactions: [OwnedTransaction], catalog: Catalog) -> [EntitlementCandidate] {
+        var latest: [(name: String, end: Date)] = []
+        for claim in ended {
+            for name in catalog.products[claim.member.product].entitlements {
+                if let position = latest.firstIndex(where: { $0.name == name }) {
+                    latest[position].end = max(latest[position].end, claim.end)
+                } else {
+                    latest.append((name, claim.end))
+                }
+            }
+        }
+        var claims: [EntitlementCandidate] = []
+        for claim in ended {
+            let owned = transactions[claim.member.transaction]
+            let product = catalog.products[claim.member.product]
+            var entitlement: Entitlement?
+            for name in product.entitlements where latest.contains(where: { $0.name == name && $0.end == claim.end }) {
+                let shared = entitlement ?? Entitlement(
+                    expiresAt: claim.end, inactiveReason: claim.reason,
+                    source: .appStore(EntitlementEvaluator.purchase(owned, product: product)))
+                entitlement = shared
+                claims.append(EntitlementCandidate(name: name, entitlement: shared, started: owned.transaction.purchaseDate,
+                                                   identity: owned.transaction.transactionID))
+            }
+        }
+        return claims
     }
 
     /// Apple's `expiration_intent` for "billing error".
@@ -110,16 +171,16 @@ enum SubscriptionRules {
     /// the newest transaction of a subscription) was upgraded when a later transaction of another product began
     /// before its expiry: an upgrade starts at once, where a downgrade or crossgrade waits for the renewal.
     /// Nil for a transaction that was not upgraded.
-    private static func upgradeDate(of transaction: StoreTransaction, in chain: [OwnedTransaction]) -> Date? {
+    private static func upgradeDate(of transaction: StoreTransaction, in chain: Chain, transactions: [OwnedTransaction]) -> Date? {
         // Plain loops over the chain's indices: no transaction is copied, and a chain of n transactions costs
         // n² date comparisons, which lazy filters with key paths made the evaluator's largest cost.
         guard transaction.isUpgraded else {
             guard let expires = transaction.expiresDate else { return nil }
             var upgrade: Date?
-            for index in chain.indices {
-                let purchased = chain[index].transaction.purchaseDate
+            for member in chain.members {
+                let purchased = transactions[member.transaction].transaction.purchaseDate
                 guard purchased > transaction.purchaseDate, purchased < expires, upgrade.map({ purchased < $0 }) ?? true,
-                      chain[index].transaction.productID != transaction.productID
+                      transactions[member.transaction].transaction.productID != transaction.productID
                 else { continue }
                 upgrade = purchased
             }
@@ -127,22 +188,10 @@ enum SubscriptionRules {
         }
         if let cancelled = transaction.cancellationDate { return cancelled }
         var next: Date?
-        for index in chain.indices {
-            let purchased = chain[index].transaction.purchaseDate
+        for member in chain.members {
+            let purchased = transactions[member.transaction].transaction.purchaseDate
             if purchased > transaction.purchaseDate, next.map({ purchased < $0 }) ?? true { next = purchased }
         }
         return next ?? transaction.purchaseDate
-    }
-
-    /// Inactive claims for a transaction that no longer decides anything.
-    private static func claims(
-        _ owned: OwnedTransaction, product: Product, end: Date, reason: InactiveReason
-    ) -> [EntitlementCandidate] {
-        let entitlement = Entitlement(expiresAt: end, inactiveReason: reason,
-                                      source: .appStore(EntitlementEvaluator.purchase(owned, product: product)))
-        return product.entitlements.map {
-            EntitlementCandidate(name: $0, entitlement: entitlement, started: owned.transaction.purchaseDate,
-                                 identity: owned.transaction.transactionID)
-        }
     }
 }

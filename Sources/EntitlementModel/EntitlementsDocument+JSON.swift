@@ -42,7 +42,7 @@ struct JSONBytes {
     mutating func object<Value>(_ dictionary: [String: Value], _ value: (inout JSONBytes, Value) -> Void) {
         open()
         for member in dictionary.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            key(member.key)
+            key(string: member.key)
             value(&self, member.value)
         }
         close()
@@ -59,10 +59,20 @@ struct JSONBytes {
     }
 
     /// A member's key (after a comma unless it is the object's first), and the colon.
-    mutating func key(_ name: String) {
+    mutating func key(string name: String) {
         if !atFirstMember { bytes.append(UInt8(ascii: ",")) }
         atFirstMember = false
         string(name)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// A member's key spelled in the source, which needs no escape (plain ASCII letters and underscores).
+    mutating func key(_ name: StaticString) {
+        if !atFirstMember { bytes.append(UInt8(ascii: ",")) }
+        atFirstMember = false
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
 
@@ -98,6 +108,10 @@ struct JSONBytes {
         bytes.append(UInt8(ascii: "\""))
         var value = value
         value.withUTF8 { utf8 in
+            guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                bytes.append(contentsOf: utf8)
+                return
+            }
             var plain = 0  // the start of the run of bytes that need no escape
             for (index, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
                 bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plain..<index]))
