@@ -165,6 +165,8 @@ final class Application {
         let pool = self.pool
         Metrics.shared.gauge("db_pool_in_use", "Database connections lent out") { Double(pool.inUse) }
         Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
+        Metrics.shared.counter("db_pool_reads_answered_together_total",
+                               "Read-only transactions sent in another caller's round trip") { Double(pool.readsAnsweredTogether) }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
         ProcessMetrics.register(on: Metrics.shared)

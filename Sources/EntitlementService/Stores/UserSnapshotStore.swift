@@ -20,9 +20,10 @@ struct UserSnapshot: Sendable {
 /// grants and consumable balances, sent as one pipelined round trip of prepared statements.
 @Loop
 struct UserSnapshotStore {
-    /// One REPEATABLE READ snapshot (a recording committing in between cannot show half).
+    /// One read-only REPEATABLE READ snapshot (a recording committing in between cannot show half); reads
+    /// waiting for a connection together share a round trip.
     func snapshot(of userID: String, on pool: PostgresPool) async throws -> UserSnapshot {
-        try Self.decode(try await pool.transaction(Self.statements(userID), isolation: .repeatableRead))
+        try Self.decode(try await pool.readTransaction(Self.statements(userID), isolation: .repeatableRead))
     }
 
     /// Read inside the caller's transaction on `connection` (which sees its own uncommitted writes).

@@ -4,6 +4,10 @@
 /// `acquireTimeoutMs`. A connection that broke (closed, `PQstatus` bad, a connection-class error) or that
 /// comes back with a transaction still open is closed instead of reused, and its slot is opened afresh on
 /// the next demand, so the pool recovers by itself after the server restarts.
+///
+/// Read-only transactions known up front (`readTransaction(_:isolation:)`) that wait for a connection are
+/// answered together: the caller that gets a connection also takes the read-only transactions queued behind
+/// it (up to `readsPerRoundTrip`) and sends them all in one round trip, each its own transaction.
 @Loop
 public final class PostgresPool {
     /// The most connections open at once.
@@ -28,17 +32,37 @@ public final class PostgresPool {
     public private(set) var inUse = 0
     /// Callers currently waiting for a connection.
     public var waiting: Int { waiters.count }
+    /// Read-only transactions answered in another caller's round trip so far.
+    public private(set) var readsAnsweredTogether = 0
 
-    /// What a waiting caller is given: a connection someone returned, or a free slot to open one in.
+    /// The most read-only transactions sent in one round trip.
+    public let readsPerRoundTrip = 32
+
+    /// What a waiting caller is given: a connection someone returned, a free slot to open one in, or (for a
+    /// queued read-only transaction) its results, sent by another caller together with its own.
     private enum Grant {
         case connection(PostgresConnection)
         case slot
+        case answered([PostgresResult])
     }
 
     private struct Waiter {
         let id: Int
         let continuation: CheckedContinuation<Grant, Error>
         let timer: LoopTimer?
+        /// The read-only transaction the caller waits to run, which another caller may run for it.
+        let read: QueuedRead?
+    }
+
+    /// A read-only transaction known up front: its statements, run between BEGIN … READ ONLY and COMMIT.
+    struct QueuedRead {
+        let statements: [PostgresStatement]
+        let isolation: PostgresIsolationLevel
+
+        /// BEGIN, the statements, COMMIT.
+        var batch: [PostgresStatement] {
+            [PostgresStatement(isolation.beginStatement + " READ ONLY")] + statements + [PostgresStatement("COMMIT")]
+        }
     }
 
     /// - Parameters:
@@ -118,6 +142,14 @@ public final class PostgresPool {
     // MARK: - Lending
 
     private func acquire() async throws -> PostgresConnection {
+        switch try await acquire(read: nil) {
+        case .connection(let connection): return connection
+        case .slot, .answered: preconditionFailure("only a queued read is answered")
+        }
+    }
+
+    /// A connection (as `.connection`) for the caller; a queued `read` may instead be answered by another.
+    private func acquire(read: QueuedRead?) async throws -> Grant {
         while true {
             guard !closed else { throw PostgresError(kind: .connection, message: "the connection pool is closed") }
             let grant: Grant
@@ -127,11 +159,13 @@ public final class PostgresPool {
                 open += 1
                 grant = .slot
             } else {
-                grant = try await wait()
+                grant = try await wait(read: read)
             }
             switch grant {
+            case .answered:
+                return grant
             case .connection(let connection):
-                if connection.isUsable { return connection }
+                if connection.isUsable { return .connection(connection) }
                 // Broke while being handed over: drop it and try again.
                 inUse -= 1
                 discard(connection)
@@ -141,7 +175,7 @@ public final class PostgresPool {
                         conninfo, timeoutMs: connectTimeoutMs, applicationName: applicationName,
                         statementTimeoutMs: statementTimeoutMs)
                     inUse += 1
-                    return connection
+                    return .connection(connection)
                 } catch {
                     open -= 1
                     slotFreed()
@@ -165,7 +199,7 @@ public final class PostgresPool {
     }
 
     /// Queues the caller until a connection or a slot is handed to it, or `acquireTimeoutMs` passes.
-    private func wait() async throws -> Grant {
+    private func wait(read: QueuedRead?) async throws -> Grant {
         lastWaiterID += 1
         let id = lastWaiterID
         return try await withCheckedThrowingContinuation { continuation in
@@ -175,7 +209,7 @@ public final class PostgresPool {
                 deadline.start(after: acquireTimeoutMs) { [weak self] in self?.timeOut(waiter: id) }
                 timer = deadline
             }
-            waiters.append(Waiter(id: id, continuation: continuation, timer: timer))
+            waiters.append(Waiter(id: id, continuation: continuation, timer: timer, read: read))
         }
     }
 
@@ -208,6 +242,76 @@ public final class PostgresPool {
         waiter.timer?.close()
         inUse += 1
         waiter.continuation.resume(returning: .connection(connection))
+    }
+
+    // MARK: - Read-only transactions, several per round trip
+
+    /// Runs `read` on a connection of its own, or queues it; whoever gets a connection first runs it together
+    /// with the reads queued behind it.
+    func run(_ read: QueuedRead) async throws -> [PostgresResult] {
+        switch try await acquire(read: read) {
+        case .answered(let results): return results
+        case .connection(let connection): return try await serve(read, with: takeQueuedReads(), on: connection)
+        case .slot: preconditionFailure("acquire opens the slot's connection itself")
+        }
+    }
+
+    /// Up to `readsPerRoundTrip - 1` queued reads, oldest first, taken out of the queue.
+    private func takeQueuedReads() -> [Waiter] {
+        var taken: [Waiter] = []
+        var kept: [Waiter] = []
+        for waiter in waiters {
+            if waiter.read != nil, taken.count < readsPerRoundTrip - 1 {
+                waiter.timer?.close()
+                taken.append(waiter)
+            } else {
+                kept.append(waiter)
+            }
+        }
+        waiters = kept
+        return taken
+    }
+
+    /// Sends `read` and `companions` in one pipeline (one sync point) on `connection`, answers the companions
+    /// and returns `read`'s results. When the pipeline fails (every statement after a failure is skipped), each
+    /// transaction runs again on its own, so that each gets its own answer: reads, so running one twice
+    /// changes nothing.
+    private func serve(_ read: QueuedRead, with companions: [Waiter], on connection: PostgresConnection) async throws -> [PostgresResult] {
+        let reads = [read] + companions.compactMap(\.read)
+        var answers: [Result<[PostgresResult], any Error>]
+        do {
+            var results = try await connection.pipeline(reads.flatMap(\.batch))[...]
+            answers = reads.map { read in
+                defer { results = results.dropFirst(read.statements.count + 2) }
+                return .success(Array(results.dropFirst().prefix(read.statements.count)))
+            }
+        } catch {
+            answers = []
+            for read in reads {
+                await Self.rollBack(connection)
+                guard connection.isUsable else {
+                    answers.append(.failure(error))
+                    continue
+                }
+                do {
+                    answers.append(.success(Array(try await connection.pipeline(read.batch).dropFirst().dropLast())))
+                } catch {
+                    answers.append(.failure(error))
+                }
+            }
+        }
+        readsAnsweredTogether += companions.count
+        for (waiter, answer) in zip(companions, answers.dropFirst()) {
+            waiter.continuation.resume(with: answer.map(Grant.answered))
+        }
+        release(connection, broken: false)
+        return try answers[0].get()
+    }
+
+    /// ROLLBACK when a transaction is still open; a connection that cannot do it is discarded on release.
+    static func rollBack(_ connection: PostgresConnection) async {
+        guard connection.isUsable, connection.transactionStatus != .idle else { return }
+        _ = try? await connection.query("ROLLBACK")
     }
 
     private func discard(_ connection: PostgresConnection) {

@@ -51,6 +51,17 @@ extension PostgresPool {
         }
     }
 
+    /// Runs read-only statements known up front as one transaction (BEGIN … READ ONLY, the statements, COMMIT)
+    /// in a single round trip and returns one result per statement. While every connection is busy, reads
+    /// waiting together go out in one round trip, each still its own transaction with its own snapshot; the
+    /// server refuses any write in them.
+    public func readTransaction(
+        _ statements: [PostgresStatement],
+        isolation: PostgresIsolationLevel = .readCommitted
+    ) async throws -> [PostgresResult] {
+        try await run(QueuedRead(statements: statements, isolation: isolation))
+    }
+
     /// COMMIT, refusing the silent case where the server answers ROLLBACK because the transaction had
     /// already failed (a statement error that `body` caught and ignored).
     private static func commit(_ connection: PostgresConnection) async throws {
@@ -60,9 +71,4 @@ extension PostgresPool {
         }
     }
 
-    /// ROLLBACK when a transaction is still open; a connection that cannot do it is discarded by the pool.
-    private static func rollBack(_ connection: PostgresConnection) async {
-        guard connection.isUsable, connection.transactionStatus != .idle else { return }
-        _ = try? await connection.query("ROLLBACK")
-    }
 }
