@@ -1,9 +1,9 @@
 -- pgbench script for bench/entitlements/run.sh: the four statements UserSnapshotStore sends for
--- GET /v1/users/{user_id}/entitlements, for one random user, in one REPEATABLE READ transaction sent as one
+-- GET /v1/users/{user_id}/entitlements, for one random user, in one read-only REPEATABLE READ transaction sent as one
 -- pipeline (one Sync, one round trip), as the service sends them. :users is set with `pgbench -D users=N`.
 \set uid random(1, :users)
 \startpipeline
-BEGIN ISOLATION LEVEL REPEATABLE READ;
+BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
 SELECT t.transaction_id, t.original_transaction_id, t.product_id, t.environment, t.purchase_date,
        t.original_purchase_date, t.expires_date, t.cancellation_date, t.cancellation_reason, t.is_upgraded,
        t.is_trial_period, t.is_in_intro_offer_period, t.ownership, t.quantity, t.web_order_line_item_id,
