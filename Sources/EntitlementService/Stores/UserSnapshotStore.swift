@@ -49,22 +49,36 @@ struct UserSnapshotStore {
     }
 
     private static func decode(_ results: [PostgresResult]) throws -> UserSnapshot {
-        let renewals = try results[1].rows.map { row in
+        UserSnapshot(transactions: try TransactionStore.owned(results[0]), renewals: try renewals(results[1]),
+                     grants: try GrantStore.grants(results[2]), balances: try balances(results[3]))
+    }
+
+    private static func renewals(_ result: PostgresResult) throws -> [RenewalInfo] {
+        let originalTransactionID = try result.column("original_transaction_id"), productID = try result.column("product_id"),
+            autoRenewProductID = try result.column("auto_renew_product_id"), willRenew = try result.column("will_renew"),
+            expirationIntent = try result.column("expiration_intent"), inBillingRetry = try result.column("in_billing_retry"),
+            gracePeriodExpiresDate = try result.column("grace_period_expires_date"),
+            priceConsentStatus = try result.column("price_consent_status")
+        return try result.rows.map { row in
             RenewalInfo(
-                originalTransactionID: try row.string("original_transaction_id"),
-                productID: try row.string("product_id"),
-                autoRenewProductID: try row.optionalString("auto_renew_product_id"),
-                willRenew: try row.bool("will_renew"),
-                expirationIntent: try row.optionalInt("expiration_intent"),
-                isInBillingRetryPeriod: try row.bool("in_billing_retry"),
-                gracePeriodExpiresDate: try row.optionalDate("grace_period_expires_date"),
-                priceConsentStatus: try row.optionalInt("price_consent_status"))
+                originalTransactionID: try row.string(originalTransactionID),
+                productID: try row.string(productID),
+                autoRenewProductID: try row.optionalString(autoRenewProductID),
+                willRenew: try row.bool(willRenew),
+                expirationIntent: try row.optionalInt(expirationIntent),
+                isInBillingRetryPeriod: try row.bool(inBillingRetry),
+                gracePeriodExpiresDate: try row.optionalDate(gracePeriodExpiresDate),
+                priceConsentStatus: try row.optionalInt(priceConsentStatus))
         }
+    }
+
+    /// Ledger balances by currency.
+    private static func balances(_ result: PostgresResult) throws -> [String: Int] {
+        let currency = try result.column("currency"), balance = try result.column("balance")
         var balances: [String: Int] = [:]
-        for row in results[3].rows {
-            balances[try row.string("currency")] = try row.int("balance")
+        for row in result.rows {
+            balances[try row.string(currency)] = try row.int(balance)
         }
-        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals,
-                            grants: try results[2].rows.map(GrantStore.grant), balances: balances)
+        return balances
     }
 }
