@@ -32,21 +32,26 @@ struct UserSnapshotStore {
 
     private static func statements(_ userID: String) -> [PostgresStatement] {
         [
-            PostgresStatement("""
-             SELECT \(TransactionStore.columns)
-               FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
-              WHERE o.user_id = $1
-             """, [userID]),
-            PostgresStatement("""
-             SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
-                    s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
-               FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
-              WHERE o.user_id = $1
-             """, [userID]),
-            PostgresStatement("SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
-            PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
+            PostgresStatement(transactionsSQL, [userID]), PostgresStatement(renewalsSQL, [userID]),
+            PostgresStatement(grantsSQL, [userID]), PostgresStatement(balancesSQL, [userID]),
         ]
     }
+
+    // The SQL texts are built once: the connection finds a statement it prepared by its text, and the same
+    // string each time is found without building and comparing a copy.
+    private static let transactionsSQL = """
+        SELECT \(TransactionStore.columns)
+          FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
+         WHERE o.user_id = $1
+        """
+    private static let renewalsSQL = """
+        SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
+               s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
+          FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
+         WHERE o.user_id = $1
+        """
+    private static let grantsSQL = "SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1"
+    private static let balancesSQL = "SELECT currency, balance FROM consumable_balances WHERE user_id = $1"
 
     private static func decode(_ results: [PostgresResult]) throws -> UserSnapshot {
         UserSnapshot(transactions: try TransactionStore.owned(results[0]), renewals: try renewals(results[1]),
