@@ -95,6 +95,10 @@ public enum RFC3339 {
         return Array(text.utf8).withUnsafeBufferPointer { parse($0, dialect) }
     }
 
+    /// The instant the UTF-8 text `utf8` names in `dialect`, or nil when it names none: ``date(from:dialect:)``
+    /// on bytes, for text read straight from a buffer without a `String` in between.
+    public static func date(utf8 text: UnsafeBufferPointer<UInt8>, dialect: Dialect) -> Date? { parse(text, dialect) }
+
     private static func parse(_ text: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> Date? {
         var scanner = Scanner(text: text)
         let lenient = dialect == .postgreSQL

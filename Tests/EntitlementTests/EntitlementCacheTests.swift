@@ -18,7 +18,7 @@ import Testing
             let token = try #require(parameters.last?.postgresText())
             tokens.append(token)
             onSend(token)
-            return PostgresResult(rows: [], affectedRows: 1, columns: [], command: "SELECT 1")
+            return .empty(command: "SELECT 1", affectedRows: 1)
         }
     }
 

@@ -20,7 +20,7 @@ struct IndexUseTests {
         func query(_ sql: String, _ parameters: [any PostgresEncodable]) async throws -> PostgresResult {
             let text = try await pool.query("EXPLAIN (FORMAT JSON) " + sql, parameters).single().string("QUERY PLAN")
             plans.append(try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)))
-            return PostgresResult(rows: [], affectedRows: 0, columns: [], command: "EXPLAIN")
+            return .empty(command: "EXPLAIN")
         }
 
         /// The index scans of the plan explained last, as "node type on index name".

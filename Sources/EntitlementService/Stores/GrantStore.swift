@@ -30,11 +30,10 @@ struct GrantStore {
 
     /// Grant `id`, locked until the caller's transaction ends; nil when there is no such grant.
     func lockedRecord(id: UUID, on db: some PostgresQueryable) async throws -> GrantRecord? {
-        let rows = try await db.query("""
+        try Self.records(try await db.query("""
             SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
               FROM grants WHERE grant_id = $1 FOR UPDATE
-            """, [id]).rows
-        return try rows.first.map(Self.record)
+            """, [id])).first
     }
 
     /// Marks grant `id` revoked at `revokedAt` by `actor`.
@@ -44,20 +43,29 @@ struct GrantStore {
 
     /// Every grant `userID` was given, revoked and ended ones included, newest first, with who gave and revoked it.
     func records(userID: String, on db: some PostgresQueryable) async throws -> [GrantRecord] {
-        try await db.query("""
+        try Self.records(try await db.query("""
             SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
               FROM grants WHERE user_id = $1 ORDER BY created_at DESC, grant_id
-            """, [userID]).rows.map(Self.record)
+            """, [userID]))
     }
 
-    private static func record(_ row: PostgresRow) throws -> GrantRecord {
-        GrantRecord(grant: try grant(row), createdBy: try row.string("created_by"), revokedBy: try row.optionalString("revoked_by"))
+    private static func records(_ result: PostgresResult) throws -> [GrantRecord] {
+        let createdBy = try result.column("created_by"), revokedBy = try result.column("revoked_by")
+        return try zip(grants(result), result.rows).map { grant, row in
+            GrantRecord(grant: grant, createdBy: try row.string(createdBy), revokedBy: try row.optionalString(revokedBy))
+        }
     }
 
-    /// A row of `grants` as the model's `Grant` (also read by ``UserSnapshotStore``).
-    static func grant(_ row: PostgresRow) throws -> Grant {
-        Grant(id: try row.string("grant_id"), userID: try row.string("user_id"), entitlement: try row.string("entitlement"),
-              createdAt: try row.date("created_at"), expiresAt: try row.optionalDate("expires_at"),
-              revokedAt: try row.optionalDate("revoked_at"), reason: try row.string("reason"))
+    /// The rows of `grants` as the model's `Grant`s, each column looked up once for all rows (also read by
+    /// ``UserSnapshotStore``).
+    static func grants(_ result: PostgresResult) throws -> [Grant] {
+        let id = try result.column("grant_id"), userID = try result.column("user_id"), entitlement = try result.column("entitlement"),
+            createdAt = try result.column("created_at"), expiresAt = try result.column("expires_at"),
+            revokedAt = try result.column("revoked_at"), reason = try result.column("reason")
+        return try result.rows.map { row in
+            Grant(id: try row.string(id), userID: try row.string(userID), entitlement: try row.string(entitlement),
+                  createdAt: try row.date(createdAt), expiresAt: try row.optionalDate(expiresAt),
+                  revokedAt: try row.optionalDate(revokedAt), reason: try row.string(reason))
+        }
     }
 }

@@ -80,35 +80,46 @@ struct TransactionStore {
 
     /// The transactions of every purchase `userID` owns, newest first.
     func list(ownedBy userID: String, on db: some PostgresQueryable) async throws -> [OwnedTransaction] {
-        try await db.query("""
+        try Self.owned(try await db.query("""
             SELECT \(Self.columns)
               FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
              WHERE o.user_id = $1
              ORDER BY t.purchase_date DESC, t.transaction_id DESC
-            """, [userID]).rows.map(Self.owned)
+            """, [userID]))
     }
 
-    /// Decodes a row selected with `columns`.
-    static func owned(_ row: PostgresRow) throws -> OwnedTransaction {
-        let transaction = StoreTransaction(
-            transactionID: try row.string("transaction_id"),
-            originalTransactionID: try row.string("original_transaction_id"),
-            productID: try row.string("product_id"),
-            purchaseDate: try row.date("purchase_date"),
-            originalPurchaseDate: try row.optionalDate("original_purchase_date"),
-            expiresDate: try row.optionalDate("expires_date"),
-            cancellationDate: try row.optionalDate("cancellation_date"),
-            cancellationReason: try row.optionalString("cancellation_reason"),
-            isUpgraded: try row.bool("is_upgraded"),
-            isTrialPeriod: try row.bool("is_trial_period"),
-            isInIntroOfferPeriod: try row.bool("is_in_intro_offer_period"),
-            ownership: Ownership(rawValue: try row.string("ownership")) ?? .purchased,
-            quantity: try row.int("quantity"),
-            webOrderLineItemID: try row.optionalString("web_order_line_item_id"),
-            subscriptionGroupIdentifier: try row.optionalString("subscription_group_identifier"),
-            appAccountToken: try row.optionalString("app_account_token"),
-            promotionalOfferID: try row.optionalString("promotional_offer_id"))
-        let environment = StoreEnvironment(rawValue: try row.string("environment")) ?? .production
-        return OwnedTransaction(transaction, environment: environment)
+    /// Decodes the rows of a result selected with `columns`, each column looked up once for all rows.
+    static func owned(_ result: PostgresResult) throws -> [OwnedTransaction] {
+        let transactionID = try result.column("transaction_id"), originalTransactionID = try result.column("original_transaction_id"),
+            productID = try result.column("product_id"), environment = try result.column("environment"),
+            purchaseDate = try result.column("purchase_date"), originalPurchaseDate = try result.column("original_purchase_date"),
+            expiresDate = try result.column("expires_date"), cancellationDate = try result.column("cancellation_date"),
+            cancellationReason = try result.column("cancellation_reason"), isUpgraded = try result.column("is_upgraded"),
+            isTrialPeriod = try result.column("is_trial_period"), isInIntroOfferPeriod = try result.column("is_in_intro_offer_period"),
+            ownership = try result.column("ownership"), quantity = try result.column("quantity"),
+            webOrderLineItemID = try result.column("web_order_line_item_id"),
+            subscriptionGroupIdentifier = try result.column("subscription_group_identifier"),
+            appAccountToken = try result.column("app_account_token"), promotionalOfferID = try result.column("promotional_offer_id")
+        return try result.rows.map { row in
+            let transaction = StoreTransaction(
+                transactionID: try row.string(transactionID),
+                originalTransactionID: try row.string(originalTransactionID),
+                productID: try row.string(productID),
+                purchaseDate: try row.date(purchaseDate),
+                originalPurchaseDate: try row.optionalDate(originalPurchaseDate),
+                expiresDate: try row.optionalDate(expiresDate),
+                cancellationDate: try row.optionalDate(cancellationDate),
+                cancellationReason: try row.optionalString(cancellationReason),
+                isUpgraded: try row.bool(isUpgraded),
+                isTrialPeriod: try row.bool(isTrialPeriod),
+                isInIntroOfferPeriod: try row.bool(isInIntroOfferPeriod),
+                ownership: Ownership(rawValue: try row.string(ownership)) ?? .purchased,
+                quantity: try row.int(quantity),
+                webOrderLineItemID: try row.optionalString(webOrderLineItemID),
+                subscriptionGroupIdentifier: try row.optionalString(subscriptionGroupIdentifier),
+                appAccountToken: try row.optionalString(appAccountToken),
+                promotionalOfferID: try row.optionalString(promotionalOfferID))
+            return OwnedTransaction(transaction, environment: StoreEnvironment(rawValue: try row.string(environment)) ?? .production)
+        }
     }
 }

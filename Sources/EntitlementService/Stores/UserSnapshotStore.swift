@@ -33,39 +33,58 @@ struct UserSnapshotStore {
 
     private static func statements(_ userID: String) -> [PostgresStatement] {
         [
-            PostgresStatement("""
-             SELECT \(TransactionStore.columns)
-               FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
-              WHERE o.user_id = $1
-             """, [userID]),
-            PostgresStatement("""
-             SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
-                    s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
-               FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
-              WHERE o.user_id = $1
-             """, [userID]),
-            PostgresStatement("SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1", [userID]),
-            PostgresStatement("SELECT currency, balance FROM consumable_balances WHERE user_id = $1", [userID]),
+            PostgresStatement(transactionsSQL, [userID]), PostgresStatement(renewalsSQL, [userID]),
+            PostgresStatement(grantsSQL, [userID]), PostgresStatement(balancesSQL, [userID]),
         ]
     }
 
+    // The SQL texts are built once: the connection finds a statement it prepared by its text, and the same
+    // string each time is found without building and comparing a copy.
+    private static let transactionsSQL = """
+        SELECT \(TransactionStore.columns)
+          FROM purchase_owners o JOIN app_store_transactions t USING (original_transaction_id)
+         WHERE o.user_id = $1
+        """
+    private static let renewalsSQL = """
+        SELECT s.original_transaction_id, s.product_id, s.auto_renew_product_id, s.will_renew, s.expiration_intent,
+               s.in_billing_retry, s.grace_period_expires_date, s.price_consent_status
+          FROM purchase_owners o JOIN subscriptions s USING (original_transaction_id)
+         WHERE o.user_id = $1
+        """
+    private static let grantsSQL = "SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason FROM grants WHERE user_id = $1"
+    private static let balancesSQL = "SELECT currency, balance FROM consumable_balances WHERE user_id = $1"
+
     private static func decode(_ results: [PostgresResult]) throws -> UserSnapshot {
-        let renewals = try results[1].rows.map { row in
+        UserSnapshot(transactions: try TransactionStore.owned(results[0]), renewals: try renewals(results[1]),
+                     grants: try GrantStore.grants(results[2]), balances: try balances(results[3]))
+    }
+
+    private static func renewals(_ result: PostgresResult) throws -> [RenewalInfo] {
+        let originalTransactionID = try result.column("original_transaction_id"), productID = try result.column("product_id"),
+            autoRenewProductID = try result.column("auto_renew_product_id"), willRenew = try result.column("will_renew"),
+            expirationIntent = try result.column("expiration_intent"), inBillingRetry = try result.column("in_billing_retry"),
+            gracePeriodExpiresDate = try result.column("grace_period_expires_date"),
+            priceConsentStatus = try result.column("price_consent_status")
+        return try result.rows.map { row in
             RenewalInfo(
-                originalTransactionID: try row.string("original_transaction_id"),
-                productID: try row.string("product_id"),
-                autoRenewProductID: try row.optionalString("auto_renew_product_id"),
-                willRenew: try row.bool("will_renew"),
-                expirationIntent: try row.optionalInt("expiration_intent"),
-                isInBillingRetryPeriod: try row.bool("in_billing_retry"),
-                gracePeriodExpiresDate: try row.optionalDate("grace_period_expires_date"),
-                priceConsentStatus: try row.optionalInt("price_consent_status"))
+                originalTransactionID: try row.string(originalTransactionID),
+                productID: try row.string(productID),
+                autoRenewProductID: try row.optionalString(autoRenewProductID),
+                willRenew: try row.bool(willRenew),
+                expirationIntent: try row.optionalInt(expirationIntent),
+                isInBillingRetryPeriod: try row.bool(inBillingRetry),
+                gracePeriodExpiresDate: try row.optionalDate(gracePeriodExpiresDate),
+                priceConsentStatus: try row.optionalInt(priceConsentStatus))
         }
+    }
+
+    /// Ledger balances by currency.
+    private static func balances(_ result: PostgresResult) throws -> [String: Int] {
+        let currency = try result.column("currency"), balance = try result.column("balance")
         var balances: [String: Int] = [:]
-        for row in results[3].rows {
-            balances[try row.string("currency")] = try row.int("balance")
+        for row in result.rows {
+            balances[try row.string(currency)] = try row.int(balance)
         }
-        return UserSnapshot(transactions: try results[0].rows.map(TransactionStore.owned), renewals: renewals,
-                            grants: try results[2].rows.map(GrantStore.grant), balances: balances)
+        return balances
     }
 }

@@ -36,8 +36,9 @@ public final class PostgresConnection {
         }
     }
 
-    /// A submitted request, its caller, and what the server has answered so far.
-    private struct Pending {
+    /// A submitted request, its caller, and what the server has answered so far. A class: each result is
+    /// added where it lies, not through a copy of the request taken out of and put back into `pending`.
+    private final class Pending {
         let body: Body
         let continuation: CheckedContinuation<[PostgresResult], Error>
         var results: [PostgresResult] = []
@@ -46,6 +47,12 @@ public final class PostgresConnection {
         /// (callers never see those). Each one the server accepted is remembered as prepared, even when a later
         /// step fails: prepared statements outlive the failed implicit transaction.
         var preparing: [(sql: String, name: String, position: Int)] = []
+
+        init(body: Body, continuation: CheckedContinuation<[PostgresResult], Error>) {
+            self.body = body
+            self.continuation = continuation
+            if case .pipeline(let statements) = body { results.reserveCapacity(statements.count) }
+        }
     }
 
     /// Statements prepared on this connection by pipelines (SQL text → statement name), so PostgreSQL parses
@@ -355,15 +362,27 @@ public final class PostgresConnection {
         return true
     }
 
-    /// Runs `body` with the statement's parameters as C strings (NULL for SQL NULL), freed afterwards.
+    /// Runs `body` with the statement's parameters as C strings (NULL for SQL NULL), laid out in temporary
+    /// memory (on the stack when small) rather than one heap copy each.
     private func withParameterValues<T>(_ statement: EncodedStatement, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
-        let values: [UnsafePointer<CChar>?] = statement.values.map { text in
-            text.flatMap { strdup($0) }.map { UnsafePointer($0) }
+        let values = statement.values
+        let size = values.reduce(0) { $0 + ($1.map { $0.utf8.count + 1 } ?? 0) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { text in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: values.count) { pointers in
+                var offset = 0
+                for (index, value) in values.enumerated() {
+                    guard let value else {
+                        pointers.initializeElement(at: index, to: nil)
+                        continue
+                    }
+                    let end = UnsafeMutableBufferPointer(rebasing: text[offset...]).initialize(fromContentsOf: value.utf8)
+                    text[offset + end] = 0
+                    pointers.initializeElement(at: index, to: UnsafeRawPointer(text.baseAddress! + offset).assumingMemoryBound(to: CChar.self))
+                    offset += end + 1
+                }
+                return body(UnsafePointer(pointers.baseAddress))
+            }
         }
-        defer {
-            for value in values { free(UnsafeMutablePointer(mutating: value)) }
-        }
-        return values.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 
     /// `PQsendQueryParams` with text-format parameters and results.

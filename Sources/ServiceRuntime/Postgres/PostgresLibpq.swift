@@ -14,27 +14,27 @@ enum PostgresLibpq {
         private static func code(_ c: Unicode.Scalar) -> Int32 { Int32(UInt8(ascii: c)) }
     }
 
-    /// Copies a `PGRES_TUPLES_OK` / `PGRES_COMMAND_OK` result out of libpq's memory.
+    /// Copies a `PGRES_TUPLES_OK` / `PGRES_COMMAND_OK` result out of libpq's memory, in one buffer.
     static func result(_ result: OpaquePointer) -> PostgresResult {
-        let fieldCount = PQnfields(result)
-        let rowCount = PQntuples(result)
-        let columns = (0..<fieldCount).map { i in
-            PostgresColumn(name: String(cString: PQfname(result, i)), typeOID: PQftype(result, i))
-        }
-        let index = PostgresColumnIndex(columns)
-        var rows: [PostgresRow] = []
-        rows.reserveCapacity(Int(rowCount))
-        for row in 0..<rowCount {
-            let values: [String?] = (0..<fieldCount).map { field in
-                PQgetisnull(result, row, field) != 0 ? nil : String(cString: PQgetvalue(result, row, field))
-            }
-            rows.append(PostgresRow(index: index, values: values))
-        }
-        return PostgresResult(
-            rows: rows,
-            affectedRows: Int(String(cString: PQcmdTuples(result))) ?? 0,
-            columns: columns,
-            command: String(cString: PQcmdStatus(result)))
+        let storage = PostgresResultStorage(
+            columnCount: Int(PQnfields(result)), rowCount: Int(PQntuples(result)),
+            name: { column in bytes(PQfname(result, Int32(column))) },
+            value: { row, column in
+                PQgetisnull(result, Int32(row), Int32(column)) != 0 ? nil
+                    : UnsafeBufferPointer(start: UnsafeRawPointer(PQgetvalue(result, Int32(row), Int32(column)))
+                        .assumingMemoryBound(to: UInt8.self), count: Int(PQgetlength(result, Int32(row), Int32(column))))
+            })
+        return PostgresResult(storage, affectedRows: count(PQcmdTuples(result)), command: String(cString: PQcmdStatus(result)))
+    }
+
+    /// A C string's bytes, without its NUL.
+    private static func bytes(_ text: UnsafePointer<CChar>) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: UnsafeRawPointer(text).assumingMemoryBound(to: UInt8.self), count: strlen(text))
+    }
+
+    /// The number `PQcmdTuples` wrote, 0 for its empty string (a command without a count).
+    private static func count(_ text: UnsafePointer<CChar>) -> Int {
+        Int(postgresBytes: bytes(text)) ?? 0
     }
 
     /// The error an error result carries. Errors libpq made up itself (no SQLSTATE) on a connection that is no

@@ -40,7 +40,10 @@ extension PostgresPool {
         isolation: PostgresIsolationLevel = .readCommitted
     ) async throws -> [PostgresResult] {
         try await withConnection { connection in
-            let batch = [PostgresStatement(isolation.beginStatement)] + statements + [PostgresStatement("COMMIT")]
+            var batch = [PostgresStatement(isolation.beginStatement)]
+            batch.reserveCapacity(statements.count + 2)
+            batch += statements
+            batch.append(PostgresStatement("COMMIT"))
             do {
                 let results = try await connection.pipeline(batch)
                 return Array(results.dropFirst().dropLast())
