@@ -61,7 +61,7 @@ public final class PostgresPool {
 
         /// BEGIN, the statements, COMMIT.
         var batch: [PostgresStatement] {
-            [PostgresStatement(isolation.beginStatement + " READ ONLY")] + statements + [PostgresStatement("COMMIT")]
+            [PostgresStatement(isolation.readOnlyBeginStatement)] + statements + [PostgresStatement("COMMIT")]
         }
     }
 

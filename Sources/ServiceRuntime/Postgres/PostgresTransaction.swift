@@ -9,6 +9,15 @@ public enum PostgresIsolationLevel: Sendable {
         case .serializable: "BEGIN ISOLATION LEVEL SERIALIZABLE"
         }
     }
+
+    /// The BEGIN of a read-only transaction (literals: the connection finds statements it prepared by text).
+    var readOnlyBeginStatement: String {
+        switch self {
+        case .readCommitted: "BEGIN READ ONLY"
+        case .repeatableRead: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+        case .serializable: "BEGIN ISOLATION LEVEL SERIALIZABLE READ ONLY"
+        }
+    }
 }
 
 extension PostgresPool {
