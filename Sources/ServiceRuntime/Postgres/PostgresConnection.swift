@@ -337,6 +337,7 @@ public final class PostgresConnection {
     /// Sends a pipeline's statements, each as a prepared statement: prepared in the same pipeline the first
     /// time this connection sees its SQL.
     private func sendPipelined(_ statements: [EncodedStatement], for id: Int) -> Bool {
+        guard let connection else { return false }
         var position = 0
         var preparedHere: [String: String] = [:]
         for statement in statements {
@@ -353,7 +354,7 @@ public final class PostgresConnection {
                 position += 1
                 name = fresh
             }
-            let sent = if let name { withParameterValues(statement) { values in
+            let sent = if let name { Self.withParameterValues(statement.values) { values in
                 PQsendQueryPrepared(connection, name, Int32(statement.values.count), values, nil, nil, 0) == 1
             } } else { sendQueryParams(statement) }
             guard sent else { return false }
@@ -362,33 +363,22 @@ public final class PostgresConnection {
         return true
     }
 
-    /// Runs `body` with the statement's parameters as C strings (NULL for SQL NULL), laid out in temporary
-    /// memory (on the stack when small) rather than one heap copy each.
-    private func withParameterValues<T>(_ statement: EncodedStatement, _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
-        let values = statement.values
-        let size = values.reduce(0) { $0 + ($1.map { $0.utf8.count + 1 } ?? 0) }
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { text in
-            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: values.count) { pointers in
-                var offset = 0
-                for (index, value) in values.enumerated() {
-                    guard let value else {
-                        pointers.initializeElement(at: index, to: nil)
-                        continue
-                    }
-                    let end = UnsafeMutableBufferPointer(rebasing: text[offset...]).initialize(fromContentsOf: value.utf8)
-                    text[offset + end] = 0
-                    pointers.initializeElement(at: index, to: UnsafeRawPointer(text.baseAddress! + offset).assumingMemoryBound(to: CChar.self))
-                    offset += end + 1
-                }
-                return body(UnsafePointer(pointers.baseAddress))
-            }
+    /// Runs `body` with the parameters as C strings (NULL for SQL NULL), freed afterwards.
+    private static func withParameterValues<T>(_ values: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+        let values: [UnsafePointer<CChar>?] = values.map { text in
+            text.flatMap { strdup($0) }.map { UnsafePointer($0) }
         }
+        defer {
+            for value in values { free(UnsafeMutablePointer(mutating: value)) }
+        }
+        return values.withUnsafeBufferPointer { body($0.baseAddress) }
     }
 
     /// `PQsendQueryParams` with text-format parameters and results.
     private func sendQueryParams(_ statement: EncodedStatement) -> Bool {
-        statement.types.withUnsafeBufferPointer { types in
-            withParameterValues(statement) { values in
+        guard let connection else { return false }
+        return statement.types.withUnsafeBufferPointer { types in
+            Self.withParameterValues(statement.values) { values in
                 PQsendQueryParams(
                     connection, statement.sql, Int32(statement.values.count), types.baseAddress, values, nil, nil, 0) == 1
             }
