@@ -18,21 +18,29 @@ struct LoopIsolationTests {
 
             let poolSize = service.application.configuration.databasePoolSize
             #expect(poolSize < 20, "the twenty requests must outnumber the pool's connections")
+            let misses = service.application.cache.misses
             let blocked = (0..<20).map { index in Task { try await service.request("GET", "/v1/users/locked-\(index)/entitlements") } }
-            // Wait until the pool's connections are all stuck on the lock (seen from outside the locking
-            // transaction: pg_stat_activity is a snapshot per transaction).
+            // Wait until the twenty requests have missed the cache and every one waits in PostgreSQL or in the
+            // pool: every connection lent out is stuck on
+            // the lock (seen from outside the locking transaction: pg_stat_activity is a snapshot per
+            // transaction), and either no request waits for a connection (reads that waited went out together in
+            // one round trip) or every connection is lent.
+            let pool = service.application.pool
             let observer = try await PostgresConnection.connect(service.databaseURL)
             let deadline = RawHTTPClient.now() + 10
             var waiting = 0
+            @Loop func settled() -> Bool {
+                service.application.cache.misses - misses == 20 && waiting >= 1 && waiting == pool.inUse
+                    && (pool.waiting == 0 || pool.inUse == poolSize)
+            }
             while RawHTTPClient.now() < deadline {
                 waiting = try await observer.query(
                     "SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()", []).rows[0].int("n")
-                if waiting >= poolSize { break }
+                if settled() { break }
                 await LoopTimer.sleep(milliseconds: 10)
             }
             observer.close()
-            #expect(waiting >= poolSize)
-            #expect(service.application.pool.inUse == poolSize)
+            #expect(settled(), "\(waiting) waiting on the lock, \(pool.inUse) connections lent, \(pool.waiting) waiting for one")
 
             var slowest = 0.0
             for _ in 0..<10 {
