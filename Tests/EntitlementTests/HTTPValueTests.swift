@@ -28,6 +28,12 @@ import Testing
         #expect(PercentDecoding.decode("%FF") == nil)
         #expect(PercentDecoding.decodeQuery("a=1&b=x%26y&a=2&&c") == ["a": "2", "b": "x&y", "c": ""])
         #expect(PercentDecoding.decodeQuery("a=%zz") == nil)
+        #expect(PercentDecoding.decodeQuery("%zz=a") == nil)
+        #expect(PercentDecoding.decodeQuery("") == [:])
+        #expect(PercentDecoding.decodeQuery("&&") == [:])
+        #expect(PercentDecoding.decodeQuery("=v&a==b&&x&") == ["": "v", "a": "=b", "x": ""])
+        #expect(PercentDecoding.decodeQuery("é=ü%C3%A9&at=2026-11-24T09:00:00+01:00") == ["é": "üé", "at": "2026-11-24T09:00:00+01:00"])
+        #expect(PercentDecoding.decodeQuery("e\u{301}=1&👍🏽=2") == ["e\u{301}": "1", "👍🏽": "2"])
     }
 
     private struct Grant: Decodable {

@@ -24,14 +24,23 @@ enum PercentDecoding {
 
     /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs; the last of repeated names wins.
     /// Returns nil when a name or value is malformed.
+    /// Splits on the bytes `&` and `=` (ASCII, so every split falls between characters) rather than on
+    /// `Character`s, which would break the text into grapheme clusters first.
     static func decodeQuery(_ raw: String) -> [String: String]? {
         var result: [String: String] = [:]
-        for pair in raw.split(separator: "&", omittingEmptySubsequences: true) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let name = decode(parts[0]) else { return nil }
-            let value = parts.count > 1 ? decode(parts[1]) : ""
-            guard let value else { return nil }
-            result[name] = value
+        let utf8 = raw.utf8
+        var start = utf8.startIndex
+        while start < utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: "&")) ?? utf8.endIndex
+            if start < end {
+                let pair = raw[start..<end]
+                let equals = pair.utf8.firstIndex(of: UInt8(ascii: "="))
+                guard let name = decode(pair[..<(equals ?? pair.endIndex)]),
+                      let value = equals.map({ decode(pair[pair.utf8.index(after: $0)...]) }) ?? ""
+                else { return nil }
+                result[name] = value
+            }
+            start = end < utf8.endIndex ? utf8.index(after: end) : end
         }
         return result
     }
