@@ -58,9 +58,25 @@ public final class PostgresConnection {
     /// Statements prepared on this connection by pipelines (SQL text → statement name), so PostgreSQL parses
     /// and plans each once per connection instead of once per execution. Bounded: past the limit, statements
     /// run unnamed as before.
-    private var prepared: [String: String] = [:]
+    private var prepared: [StatementText: String] = [:]
     private var preparedCount = 0
     private static let maximumPrepared = 128
+
+    /// An SQL text as a key of `prepared`: hashed by its length and its first and last bytes, compared in
+    /// full. Statements are long and every execution looks its text up again; hashing all of it was 1 % of a
+    /// snapshot read.
+    private struct StatementText: Hashable {
+        let sql: String
+
+        func hash(into hasher: inout Hasher) {
+            var sql = sql
+            sql.withUTF8 { bytes in
+                hasher.combine(bytes.count)
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.prefix(32))))
+                hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(32))))
+            }
+        }
+    }
 
     private var connection: OpaquePointer?
     private var machine = Machine()
@@ -255,7 +271,7 @@ public final class PostgresConnection {
         case .deliver(let request, let next):
             if let done = pending.removeValue(forKey: request.id) {
                 // Up to the first failure every step has its result here, in order; after it, none has.
-                for step in done.preparing where step.position < done.results.count { prepared[step.sql] = step.name }
+                for step in done.preparing where step.position < done.results.count { prepared[StatementText(sql: step.sql)] = step.name }
                 if let error = done.error {
                     done.continuation.resume(throwing: error)
                 } else {
@@ -339,9 +355,10 @@ public final class PostgresConnection {
     private func sendPipelined(_ statements: [EncodedStatement], for id: Int) -> Bool {
         guard let connection else { return false }
         var position = 0
-        var preparedHere: [String: String] = [:]
+        var preparedHere: [StatementText: String] = [:]
         for statement in statements {
-            var name = prepared[statement.sql] ?? preparedHere[statement.sql]
+            let text = StatementText(sql: statement.sql)
+            var name = prepared[text] ?? preparedHere[text]
             if name == nil, prepared.count + preparedHere.count < Self.maximumPrepared {
                 preparedCount += 1
                 let fresh = "entitlement_statement_\(preparedCount)"
@@ -350,7 +367,7 @@ public final class PostgresConnection {
                 }
                 guard accepted else { return false }
                 pending[id]?.preparing.append((statement.sql, fresh, position))
-                preparedHere[statement.sql] = fresh
+                preparedHere[text] = fresh
                 position += 1
                 name = fresh
             }
