@@ -105,6 +105,19 @@ bench_service_bin() {
     fi
 }
 
+# wait_healthy PORT PID [WHAT]: waits until /healthz answers on 127.0.0.1:PORT; exits the script with a message
+# naming WHAT (default: the server) when PID exits first or after 60 s.
+wait_healthy() {
+    local deadline=$((SECONDS + 60))
+    until curl -fsS -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null; do
+        if ! kill -0 "$2" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+            echo "${3:-the server} did not come up on port $1 (rerun with BENCH_LOGS=1 for its output)" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+}
+
 # bench_workspace NAME: for a benchmark script, WORK (a new directory under /tmp), PIDS (the background processes it
 # starts) and PGDIR (its throwaway cluster, once started); at exit the processes are stopped, the cluster stopped and
 # removed, and WORK removed.

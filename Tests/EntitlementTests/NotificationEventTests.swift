@@ -15,15 +15,6 @@ struct NotificationEventTests {
     let now = Date()
     let monthly = "com.example.premium.monthly"
 
-    private func run(_ body: (ServiceHarness, SignedStoreKit) async throws -> Void) async throws {
-        try await ServiceHarness.runSigned(body)
-    }
-
-    private func subscription(_ id: String, original: String? = nil, purchased: Date, shared: Bool = false,
-                              signed: Date) -> SignedStoreKit.Transaction {
-        .monthly(id, original: original, purchased: purchased, shared: shared, signed: signed)
-    }
-
     /// `transaction` taken back by Apple (refund, or revocation when family-shared) `secondsAgo` ago.
     private func revoked(_ transaction: SignedStoreKit.Transaction, secondsAgo: Double) -> SignedStoreKit.Transaction {
         var revoked = transaction
@@ -51,16 +42,16 @@ struct NotificationEventTests {
     }
 
     @Test func aRenewalARefundAndARevokeAppliedByTheWorkerWriteOneEventOfTheirTypeForTheOwner() async throws {
-        try await run { service, storeKit in
-            let renewing = subscription("w-renew", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
-            let refunding = subscription("w-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
-            let sharing = subscription("w-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_600))
+        try await ServiceHarness.runSigned { service, storeKit in
+            let renewing = SignedStoreKit.Transaction.monthly("w-renew", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+            let refunding = SignedStoreKit.Transaction.monthly("w-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+            let sharing = SignedStoreKit.Transaction.monthly("w-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_600))
             for (transaction, user) in [(renewing, "renew-owner"), (refunding, "refund-owner"), (sharing, "family-member")] {
                 #expect(try await service.postSigned([try storeKit.sign(transaction)], for: user).status == 200)
                 #expect(try await types(service, user) == ["initial_purchase"])
             }
 
-            let renewal = subscription("w-renew-2", original: "w-renew", purchased: now.addingTimeInterval(-120), signed: now.addingTimeInterval(-60))
+            let renewal = SignedStoreKit.Transaction.monthly("w-renew-2", original: "w-renew", purchased: now.addingTimeInterval(-120), signed: now.addingTimeInterval(-60))
             try await leaveForTheWorker(service, "DID_RENEW", uuid: "worker-renew", transaction: renewal,
                                         renewal: SignedStoreKit.renewalPayload(originalID: "w-renew", productID: monthly, autoRenew: true,
                                                                                signed: now.addingTimeInterval(-60)), storeKit: storeKit)
@@ -94,12 +85,12 @@ struct NotificationEventTests {
     }
 
     @Test func parkedNotificationsYieldTheOwnersEventsWhenThePurchaseGetsAnOwner() async throws {
-        try await run { service, storeKit in
+        try await ServiceHarness.runSigned { service, storeKit in
             // A refund, a revocation and a renewal, each of a purchase nobody has posted yet: parked, no event.
-            let refunded = subscription("pk-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_000))
-            let shared = subscription("pk-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_000))
-            let lapsed = subscription("pk-renew", purchased: now.addingTimeInterval(-35 * 86_400), signed: now.addingTimeInterval(-3_000))
-            let renewal = subscription("pk-renew-2", original: "pk-renew", purchased: now.addingTimeInterval(-5 * 86_400), signed: now.addingTimeInterval(-600))
+            let refunded = SignedStoreKit.Transaction.monthly("pk-refund", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_000))
+            let shared = SignedStoreKit.Transaction.monthly("pk-revoke", purchased: now.addingTimeInterval(-86_400), shared: true, signed: now.addingTimeInterval(-3_000))
+            let lapsed = SignedStoreKit.Transaction.monthly("pk-renew", purchased: now.addingTimeInterval(-35 * 86_400), signed: now.addingTimeInterval(-3_000))
+            let renewal = SignedStoreKit.Transaction.monthly("pk-renew-2", original: "pk-renew", purchased: now.addingTimeInterval(-5 * 86_400), signed: now.addingTimeInterval(-600))
             let parked: [(uuid: String, body: String)] = [
                 ("pk-n-refund", try storeKit.notification("REFUND", uuid: "pk-n-refund", signed: now.addingTimeInterval(-600),
                                                           transaction: try storeKit.sign(revoked(refunded, secondsAgo: 600)))),
@@ -147,8 +138,8 @@ struct NotificationEventTests {
     }
 
     @Test func aNotificationDeliveredTwiceWritesOneEvent() async throws {
-        try await run { service, storeKit in
-            let bought = subscription("twice-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
+        try await ServiceHarness.runSigned { service, storeKit in
+            let bought = SignedStoreKit.Transaction.monthly("twice-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
             #expect(try await service.postSigned([try storeKit.sign(bought)], for: "twice-user").status == 200)
             let coins = SignedStoreKit.Transaction(id: "twice-c", productID: "com.example.coins.100", kind: .consumable,
                                                    purchased: now.addingTimeInterval(-3_600), signed: now.addingTimeInterval(-3_600))

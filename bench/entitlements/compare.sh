@@ -23,16 +23,8 @@ SERVICE_CPU=${SERVICE_CPU:-0} CLIENT_CPU=${CLIENT_CPU:-1}
 HERE="$ROOT/bench/entitlements"
 case "$MODE" in cold) AT=$(date -u +%Y-%m-%dT%H:%M:%SZ) ;; hot) AT="" ;; *) echo "mode: cold or hot" >&2; exit 2 ;; esac
 
-SERVICE_PID=""
+bench_workspace entitlement-compare
 PGDIR=$(mktemp -d /tmp/entitlement-compare-pg.XXXXXX)
-WORK=$(mktemp -d /tmp/entitlement-compare.XXXXXX)
-cleanup() {
-    if [ -n "$SERVICE_PID" ]; then kill "$SERVICE_PID" 2>/dev/null || true; wait "$SERVICE_PID" 2>/dev/null || true; fi
-    pg_stop "$PGDIR"
-    rm -rf "$PGDIR" "$WORK"
-}
-trap cleanup EXIT
-
 PG_FSYNC=off pg_start "$PGDIR" "$(free_port)" >&2
 DATABASE_URL="$PG_DATABASE_URL"
 echo "migrating and loading $USERS users" >&2
@@ -49,22 +41,19 @@ wrk_reads() {
 
 # measure BIN EXTRA_ENV: one run; prints "requests_per_second cpu_us_per_request".
 measure() {
-    local port cpu0 cpu1
+    local port pid cpu0 cpu1
     port=$(free_port)
     env DATABASE_URL="$DATABASE_URL" LISTEN_ADDR=127.0.0.1 PORT="$port" API_KEYS="$API_KEY" ADMIN_API_KEYS="admin-$API_KEY" \
         ENTITLEMENT_CACHE_SIZE=$((USERS > 100000 ? USERS : 100000)) PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn \
         MIGRATIONS_DIR="$ROOT/migrations" $2 taskset -c "$SERVICE_CPU" "$1" serve >/dev/null 2>&1 &
-    SERVICE_PID=$!
-    local deadline=$((SECONDS + 60))
-    until curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; do
-        kill -0 "$SERVICE_PID" 2>/dev/null && [ $SECONDS -lt $deadline ] || { echo "$1 did not come up" >&2; exit 1; }
-        sleep 0.1
-    done
+    pid=$!
+    PIDS+=("$pid")
+    wait_healthy "$port" "$pid" "$1"
     wrk_reads 2 "$port"
-    cpu0=$(awk '{ print $14 + $15 }' "/proc/$SERVICE_PID/stat")
+    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
     wrk_reads "$DURATION" "$port"
-    cpu1=$(awk '{ print $14 + $15 }' "/proc/$SERVICE_PID/stat")
-    kill "$SERVICE_PID"; wait "$SERVICE_PID" 2>/dev/null || true; SERVICE_PID=""
+    cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    kill "$pid"; wait "$pid" 2>/dev/null || true
     python3 - "$WORK/wrk.out" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" <<'PY'
 import re, sys
 text, ticks, hz = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
@@ -83,7 +72,8 @@ echo "  B: $BUILD_B ${B_ENV:-}"
 for round in $(seq 1 "$ROUNDS"); do
     for build in A B; do
         if [ $build = A ]; then bin=$BUILD_A extra=${A_ENV:-}; else bin=$BUILD_B extra=${B_ENV:-}; fi
-        read -r rate cpu < <(measure "$bin" "$extra")
+        measure "$bin" "$extra" >"$WORK/measure.out"
+        read -r rate cpu <"$WORK/measure.out"
         printf "round %s  %s  %7s req/s  %6s µs of service CPU per request\n" "$round" "$build" "$rate" "$cpu"
         echo "$build $rate $cpu" >>"$WORK/runs"
     done

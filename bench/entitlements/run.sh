@@ -115,18 +115,6 @@ SERVICE_PORT=$(free_port)
 CACHE_SIZE=$((USERS > 100000 ? USERS : 100000))
 AT=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 
-# wait_healthy PORT PID: waits until /healthz answers on PORT, failing when PID exits or after 60 s.
-wait_healthy() {
-    local deadline=$((SECONDS + 60))
-    until curl -fsS -o /dev/null "http://127.0.0.1:$1/healthz" 2>/dev/null; do
-        if ! kill -0 "$2" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-            echo "the server on port $1 did not come up (rerun with BENCH_LOGS=1 for its output)" >&2
-            exit 1
-        fi
-        sleep 0.2
-    done
-}
-
 # service_env: the environment every service instance runs with.
 service_env() {
     echo DATABASE_URL="$DATABASE_URL" LISTEN_ADDR=127.0.0.1 API_KEYS="$API_KEY" ADMIN_API_KEYS="$ADMIN_KEY" \

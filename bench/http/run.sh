@@ -58,20 +58,13 @@ fi
 # start_server NAME COMMAND: starts COMMAND pinned to SERVER_CPU on a free port; waits until /healthz answers.
 # Sets SERVER_PORT.
 start_server() {
-    local name="$1" command="$2" port log=/dev/null pid deadline
+    local name="$1" command="$2" port log=/dev/null pid
     port=$(free_port)
     [ -n "${BENCH_LOGS:-}" ] && log="$OUT/$name.log"
     PORT=$port LISTEN_ADDR=127.0.0.1 taskset -c "$SERVER_CPU" bash -c "exec $command" >"$log" 2>&1 &
     pid=$!
     PIDS+=("$pid")
-    deadline=$((SECONDS + 60))
-    until curl -fsS -o /dev/null "http://127.0.0.1:$port/healthz" 2>/dev/null; do
-        if ! kill -0 "$pid" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
-            echo "$name did not come up on port $port (command: $command; rerun with BENCH_LOGS=1 for its output)" >&2
-            exit 1
-        fi
-        sleep 0.2
-    done
+    wait_healthy "$port" "$pid" "$name (command: $command)"
     SERVER_PORT=$port
 }
 

@@ -40,6 +40,12 @@ public final class PostgresPool {
 
     /// What a waiting caller is given: a connection someone returned, a free slot to open one in, or (for a
     /// queued read-only transaction) its results, sent by another caller together with its own.
+    /// What a caller comes away with: a connection, or (a queued read) the results another caller got for it.
+    private enum Lent {
+        case connection(PostgresConnection)
+        case answered([PostgresResult])
+    }
+
     private enum Grant {
         case connection(PostgresConnection)
         case slot
@@ -144,12 +150,12 @@ public final class PostgresPool {
     private func acquire() async throws -> PostgresConnection {
         switch try await acquire(read: nil) {
         case .connection(let connection): return connection
-        case .slot, .answered: preconditionFailure("only a queued read is answered")
+        case .answered: preconditionFailure("only a queued read is answered")
         }
     }
 
-    /// A connection (as `.connection`) for the caller; a queued `read` may instead be answered by another.
-    private func acquire(read: QueuedRead?) async throws -> Grant {
+    /// A connection for the caller; a queued `read` may instead be answered by another caller's round trip.
+    private func acquire(read: QueuedRead?) async throws -> Lent {
         while true {
             guard !closed else { throw PostgresError(kind: .connection, message: "the connection pool is closed") }
             let grant: Grant
@@ -162,8 +168,8 @@ public final class PostgresPool {
                 grant = try await wait(read: read)
             }
             switch grant {
-            case .answered:
-                return grant
+            case .answered(let results):
+                return .answered(results)
             case .connection(let connection):
                 if connection.isUsable { return .connection(connection) }
                 // Broke while being handed over: drop it and try again.
@@ -252,7 +258,6 @@ public final class PostgresPool {
         switch try await acquire(read: read) {
         case .answered(let results): return results
         case .connection(let connection): return try await serve(read, with: takeQueuedReads(), on: connection)
-        case .slot: preconditionFailure("acquire opens the slot's connection itself")
         }
     }
 
