@@ -77,7 +77,11 @@ let package = Package(
                 .embedInCode("openapi.json"),
                 .embedInCode("Console/console.html"), .embedInCode("Console/console.css"), .embedInCode("Console/console.js"),
             ],
-            swiftSettings: releaseFlags
+            swiftSettings: releaseFlags,
+            // jemalloc in place of glibc's malloc in the release service: a cold entitlements read makes a few
+            // dozen mid-sized allocations (libpq's results, their copies, the answer), and glibc's bins and
+            // consolidation cost 6 % of its CPU (bench/entitlements/compare.sh; README, "The allocator").
+            linkerSettings: [.linkedLibrary("jemalloc", .when(configuration: .release))]
         ),
         // bench/verify's driver: many verifyReceipt calls at once on one loop.
         .executableTarget(

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PACKAGES=(libuv1-dev libpq-dev libcurl4-openssl-dev libhttp-parser-dev postgresql postgresql-contrib pkg-config ca-certificates)
+PACKAGES=(libuv1-dev libpq-dev libcurl4-openssl-dev libhttp-parser-dev libjemalloc-dev postgresql postgresql-contrib pkg-config ca-certificates)
 
 # Installs the Debian packages the build and the local database need, when any is missing.
 ensure_packages() {

@@ -120,7 +120,9 @@ import Testing
 
     private func serialize(_ response: HTTPResponse, method: String = "GET", keepAlive: Bool = true, version: HTTPVersion = .http1_1) -> String {
         let context = Context(requestID: "rid", method: method, version: version, keepAlive: keepAlive)
-        return String(decoding: HTTPResponseSerializer.serialize(response, context: context, date: "DATE"), as: UTF8.self)
+        var bytes: [UInt8] = []
+        HTTPResponseSerializer.serialize(response, context: context, date: "DATE", into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     @Test func serializerWritesFramingHeaders() {

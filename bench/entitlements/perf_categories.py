@@ -1,6 +1,6 @@
 """Where the service's CPU time went, from `perf script -F comm,tid,ip,sym` on standard input.
 
-Used by run.sh with PROFILE=1. Each sample goes to the first category whose test matches its call stack
+Used by run.sh with PROFILE=cold or PROFILE=hot. Each sample goes to the first category whose test matches its call stack
 (symbols demangled with `swift demangle`), so the shares add up to 100%. The tests look for our own functions
 and the few library functions that matter on the entitlements route; what none of them claims is "other",
 and the heaviest frames among those are listed so new hot spots show up.

@@ -37,8 +37,9 @@
 #   STALE_SAMPLES=200                        staleness samples per round
 #   DATABASE_POOL_SIZE       the service's pool size (unset: the service's default)
 #   SERVICE_BIN              a prebuilt entitlement-service to measure instead of building this checkout's
-#   PROFILE=1                afterwards, one more cold wrk run with the service under `perf record`, and where its
-#                            CPU time went (perf_categories.py); perf.data stays in bench/out/entitlements/
+#   PROFILE=cold|hot         afterwards, one more wrk run of that mode (any other value: cold) with `perf record`
+#                            attached to the warm service, and where its CPU time went (perf_categories.py);
+#                            perf.data stays in bench/out/entitlements/
 #   BENCH_LOGS=1             keep the service's output in bench/out/entitlements/service.log
 # Each run's wrk or pgbench output is kept in bench/out/entitlements/roundN-NAME.txt.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/common.sh"
@@ -69,7 +70,6 @@ PSQL="$BIN/psql"
 [ -x "$PGBENCH" ] || { echo "pgbench not found in $BIN (package postgresql-contrib)" >&2; exit 1; }
 
 SERVICE_PID=""
-WRAPPER_PID=""
 OTHER_PIDS=()
 PGDIR=""
 WORK=$(mktemp -d /tmp/entitlement-bench.XXXXXX)
@@ -81,12 +81,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# stop_service: SIGTERM to the service, then waits for it (or for perf, when it runs under perf) to exit.
+# stop_service: SIGTERM to the service, then waits for it to exit.
 stop_service() {
     if [ -n "$SERVICE_PID" ]; then
         kill "$SERVICE_PID" 2>/dev/null || true
-        wait "${WRAPPER_PID:-$SERVICE_PID}" 2>/dev/null || true
-        SERVICE_PID="" WRAPPER_PID=""
+        wait "$SERVICE_PID" 2>/dev/null || true
+        SERVICE_PID=""
     fi
 }
 
@@ -121,19 +121,13 @@ service_env() {
         ENTITLEMENT_CACHE_SIZE="$CACHE_SIZE" PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn MIGRATIONS_DIR="$ROOT/migrations"
 }
 
-# start_service [WRAPPER...]: starts the service pinned to SERVICE_CPU, under WRAPPER (perf record) when given,
-# and waits until /healthz answers. Sets SERVICE_PID (the service itself) and WRAPPER_PID.
+# start_service: starts the service pinned to SERVICE_CPU and waits until /healthz answers. Sets SERVICE_PID.
 start_service() {
-    local log=/dev/null pid
+    local log=/dev/null
     [ -n "${BENCH_LOGS:-}" ] && log="$OUT/service.log"
-    env $(service_env) PORT=$SERVICE_PORT taskset -c "$SERVICE_CPU" "$@" "$SERVICE_BIN" serve >>"$log" 2>&1 &
-    pid=$!
-    SERVICE_PID=$pid
-    wait_healthy "$SERVICE_PORT" "$pid"
-    if [ $# -gt 0 ]; then
-        WRAPPER_PID=$pid
-        SERVICE_PID=$(ps -o pid= --ppid "$pid" | head -n 1 | tr -d ' ')
-    fi
+    env $(service_env) PORT=$SERVICE_PORT taskset -c "$SERVICE_CPU" "$SERVICE_BIN" serve >>"$log" 2>&1 &
+    SERVICE_PID=$!
+    wait_healthy "$SERVICE_PORT" "$SERVICE_PID"
 }
 
 start_service
@@ -322,10 +316,13 @@ echo "load average after the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "cache of the measured instance: $(curl -fsS "http://127.0.0.1:$SERVICE_PORT/metrics" | grep -E '^entitlement_cache_(hits|misses)_total' | tr '\n' ' ')"
 
 if [ -n "${PROFILE:-}" ]; then
-    echo "profiling: the service under perf record for one ${DURATION}s wrk run" >&2
-    stop_service
-    start_service perf record -q -e cpu-clock -F 999 -g -o "$OUT/perf.data"
-    run_wrk "$DURATION" cold >/dev/null
-    stop_service
+    MODE=cold
+    [ "$PROFILE" = hot ] && MODE=hot
+    echo "profiling: perf record attached to the warm service for one ${DURATION}s $MODE wrk run" >&2
+    perf record -q -e cpu-clock -F 999 -g -p "$SERVICE_PID" -o "$OUT/perf.data" 2>/dev/null &
+    PERF_PID=$!
+    run_wrk "$DURATION" "$MODE" >/dev/null
+    kill -INT "$PERF_PID"
+    wait "$PERF_PID" 2>/dev/null || true
     perf script -i "$OUT/perf.data" -F comm,tid,ip,sym 2>/dev/null | python3 "$HERE/perf_categories.py"
 fi

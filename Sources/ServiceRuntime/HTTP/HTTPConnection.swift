@@ -6,7 +6,7 @@ import CUV
 /// The uv handle's `data` holds a retained reference to this object from `start` until libuv's close
 /// callback, which releases it and frees the handle.
 @Loop
-final class HTTPConnection {
+final class HTTPConnection: FinishBeforeWaiting {
     typealias Action = HTTPConnectionStateMachine.Action
 
     private let handle: UnsafeMutablePointer<uv_tcp_t>
@@ -26,6 +26,14 @@ final class HTTPConnection {
     /// Actions produced while others are being carried out: they run after those, in order.
     private var actions: [Action] = []
     private var executing = false
+    /// Answers serialized during this loop iteration. They are written together just before the loop waits
+    /// for I/O again: one write, and at most one wake-up of the peer, per connection and iteration, however
+    /// many answers (pipelined requests, batched database reads) an iteration finished.
+    private var outgoing: [UInt8] = []
+    /// How many answers `outgoing` holds; each completes one of the machine's writes.
+    private var outgoingAnswers = 0
+    /// How many answers each `uv_write` still in flight carries, oldest first.
+    private var answersInFlight: [Int] = []
     /// Received bytes not parsed yet because the machine paused reading.
     private var buffered: [UInt8] = []
     private var drainNeeded = false
@@ -100,13 +108,16 @@ final class HTTPConnection {
         case .startHandler(let request, _):
             startHandler(request)
         case .write(let response, let context):
-            write(HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now()))
+            HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now(), into: &outgoing)
+            answerQueued()
         case .reject(let problem, let context):
             server.observe(HTTPExchange(requestID: context.requestID, method: context.method, route: HTTPServer.rejectedRoute,
                                         status: problem.status, detail: problem.detail))
-            write(HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now()))
+            HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now(), into: &outgoing)
+            answerQueued()
         case .writeContinue:
-            write(HTTPResponseSerializer.continueResponse)
+            outgoing.append(contentsOf: HTTPResponseSerializer.continueResponse)
+            answerQueued()
         case .armTimer(let kind):
             let milliseconds = switch kind {
             case .request: configuration.headerTimeoutMs
@@ -253,20 +264,33 @@ final class HTTPConnection {
 
     // MARK: - Writing
 
-    /// Writes `bytes`: straight to the socket when it takes them all, else through `uv_write` with a copy
-    /// of the rest that lives until the write callback.
-    private func write(_ bytes: [UInt8]) {
-        let written = Self.tryWrite(handle, bytes)
-        if Int(written) == bytes.count {
-            run(machine.writeCompleted())
+    private func answerQueued() {
+        outgoingAnswers += 1
+        if outgoingAnswers == 1 {
+            EventLoop.shared.finishBeforeWaiting(self)
+        }
+    }
+
+    /// Writes the answers queued this iteration: straight to the socket when it takes them all, else through
+    /// `uv_write` with a copy of the rest that lives until the write callback.
+    func finishBeforeWaiting() {
+        guard !closed, outgoingAnswers > 0 else { return }
+        let answers = outgoingAnswers
+        outgoingAnswers = 0
+        let written = Self.tryWrite(handle, outgoing)
+        if Int(written) == outgoing.count {
+            outgoing.removeAll(keepingCapacity: outgoing.capacity <= Self.keptOutgoingCapacity)
+            completeWrites(answers, status: 0)
             return
         }
         guard written >= 0 || written == UV_EAGAIN.rawValue else {
+            outgoing = []
             run(machine.ioFailed())
             return
         }
-        let rest = bytes.count - Int(max(written, 0))
-        let copy = Self.copyTail(of: bytes, from: Int(max(written, 0)))
+        let rest = outgoing.count - Int(max(written, 0))
+        let copy = Self.copyTail(of: outgoing, from: Int(max(written, 0)))
+        outgoing = []
         let request = UnsafeMutablePointer<uv_write_t>.allocate(capacity: 1)
         request.pointee.data = copy
         var buffer = uv_buf_init(copy.assumingMemoryBound(to: CChar.self), UInt32(rest))
@@ -275,8 +299,13 @@ final class HTTPConnection {
             copy.deallocate()
             request.deallocate()
             run(machine.ioFailed())
+        } else {
+            answersInFlight.append(answers)
         }
     }
+
+    /// The largest answer buffer a connection keeps between iterations; a bigger one is given back.
+    private static let keptOutgoingCapacity = 16 << 10
 
     /// `uv_try_write`: how many bytes the socket took at once, or a negative libuv error.
     nonisolated private static func tryWrite(_ handle: UnsafeMutablePointer<uv_tcp_t>, _ bytes: [UInt8]) -> Int32 {
@@ -294,7 +323,17 @@ final class HTTPConnection {
     }
 
     private func didWrite(_ status: Int32) {
-        run(status == 0 ? machine.writeCompleted() : machine.ioFailed())
+        completeWrites(answersInFlight.removeFirst(), status: status)
+    }
+
+    private func completeWrites(_ answers: Int, status: Int32) {
+        guard status == 0 else {
+            run(machine.ioFailed())
+            return
+        }
+        for _ in 0..<answers {
+            run(machine.writeCompleted())
+        }
     }
 
     // MARK: - Closing
@@ -304,6 +343,8 @@ final class HTTPConnection {
         closed = true
         parsing = false
         buffered = []
+        outgoing = []
+        outgoingAnswers = 0
         timer.close()
         uv_close(cuv_handle(handle), Self.onClose)
     }

@@ -3,15 +3,15 @@ enum HTTPResponseSerializer {
     /// Header names the server owns; a handler's values for them are dropped.
     private static let framingHeaders = ["Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Date", "X-Request-Id"]
 
-    /// The full response: status line, the handler's headers (sanitized), then `X-Request-Id`,
-    /// `Content-Length` (not for 1xx, 204, 304), `Date` and `Connection` when needed. `HEAD` answers carry
-    /// the length of the body they leave out.
-    static func serialize(_ response: HTTPResponse, context: HTTPConnectionStateMachine.ResponseContext, date: String) -> [UInt8] {
+    /// Appends the full response to `bytes`: status line, the handler's headers (sanitized), then
+    /// `X-Request-Id`, `Content-Length` (not for 1xx, 204, 304), `Date` and `Connection` when needed. `HEAD`
+    /// answers carry the length of the body they leave out.
+    static func serialize(_ response: HTTPResponse, context: HTTPConnectionStateMachine.ResponseContext, date: String,
+                          into bytes: inout [UInt8]) {
         let status = (100...999).contains(response.status) ? response.status : 500
         let bodyless = status < 200 || status == 204 || status == 304
         let sendsBody = !bodyless && context.method != "HEAD"
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(256 + (sendsBody ? response.body.count : 0))
+        bytes.reserveCapacity(bytes.count + 256 + (sendsBody ? response.body.count : 0))
         bytes.append(literal: "HTTP/1.1 ")
         bytes.append(decimal: status)
         bytes.append(0x20)
@@ -36,7 +36,6 @@ enum HTTPResponseSerializer {
         if sendsBody {
             bytes.append(contentsOf: response.body)
         }
-        return bytes
     }
 
     /// The interim answer to `Expect: 100-continue`.

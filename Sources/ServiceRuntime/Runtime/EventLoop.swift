@@ -18,8 +18,12 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
     /// The libuv loop. Touch it only on the loop thread.
     public let uv: UnsafeMutablePointer<uv_loop_t>
     private let wakeup: UnsafeMutablePointer<uv_async_t>
-    /// Writes the log lines buffered during an iteration before the loop waits for I/O again.
-    private let logFlush: UnsafeMutablePointer<uv_prepare_t>
+    /// Finishes what an iteration left for its end (`finishBeforeWaiting`), then writes the log lines it
+    /// buffered, before the loop waits for I/O again.
+    private let beforeWaitingHandle: UnsafeMutablePointer<uv_prepare_t>
+    /// Objects to finish before the loop waits again, and the array being drained (kept for its capacity).
+    nonisolated(unsafe) private var finishing: [any FinishBeforeWaiting] = []
+    nonisolated(unsafe) private var draining: [any FinishBeforeWaiting] = []
     private let lock = NSLock()
     /// Jobs to run, each with whether it came through `taskExecutor`.
     private var queued: [(job: UnownedJob, preferring: Bool)] = []
@@ -35,11 +39,18 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
             guard let data = handle?.pointee.data else { return }
             Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue().runQueued()
         }) == 0, "uv_async_init failed")
-        logFlush = .allocate(capacity: 1)
-        uv_prepare_init(uv, logFlush)
-        uv_prepare_start(logFlush) { _ in Log.flush() }
-        uv_unref(cuv_handle(logFlush))
+        beforeWaitingHandle = .allocate(capacity: 1)
+        uv_prepare_init(uv, beforeWaitingHandle)
+        uv_prepare_start(beforeWaitingHandle) { handle in
+            if let data = handle?.pointee.data {
+                let loop = Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
+                Loop.assumeIsolated { loop.finishQueued() }
+            }
+            Log.flush()
+        }
+        uv_unref(cuv_handle(beforeWaitingHandle))
         wakeup.pointee.data = Unmanaged.passUnretained(self).toOpaque()
+        beforeWaitingHandle.pointee.data = wakeup.pointee.data
         _ = taskExecutor  // made here, before any other thread can ask for it
         let thread = Thread { [self] in
             threadID = pthread_self()
@@ -108,8 +119,30 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         }
     }
 
+    /// Has `object.finishBeforeWaiting()` called once this loop iteration's work is done, just before the
+    /// loop waits for I/O again (libuv's prepare phase; timers that fire first are included). For work that
+    /// is cheaper done once for everything an iteration produced, like writing a connection's answers.
+    @Loop public func finishBeforeWaiting(_ object: any FinishBeforeWaiting) {
+        finishing.append(object)
+    }
+
+    /// Calls `finishBeforeWaiting` on everything queued, and on what those calls queue in turn.
+    @Loop private func finishQueued() {
+        while !finishing.isEmpty {
+            swap(&finishing, &draining)
+            for object in draining { object.finishBeforeWaiting() }
+            draining.removeAll(keepingCapacity: true)
+        }
+    }
+
     /// Milliseconds of the loop's cached clock (`uv_now`).
     public var now: UInt64 { uv_now(uv) }
+}
+
+/// Something with work left for the end of a loop iteration (`EventLoop.finishBeforeWaiting`).
+@Loop public protocol FinishBeforeWaiting: AnyObject {
+    /// Does the work; called on the loop just before it waits for I/O.
+    func finishBeforeWaiting()
 }
 
 /// `EventLoop.shared` as a task executor: what it is given runs on the loop thread.
