@@ -28,6 +28,43 @@ import Testing
         #expect(fired == [10, 20, 30])
     }
 
+    /// Records its name when finished and runs `then` (which may queue more).
+    @Loop private final class Finisher: FinishBeforeWaiting {
+        let name: String
+        var then: () -> Void = {}
+        private let record: (String) -> Void
+        init(_ name: String, _ record: @escaping (String) -> Void) {
+            self.name = name
+            self.record = record
+        }
+        func finishBeforeWaiting() {
+            record(name)
+            then()
+        }
+    }
+
+    @Test @Loop func queuedWorkIsFinishedBeforeTheLoopWaitsAgain() async {
+        var order: [String] = []
+        let timer = LoopTimer()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let first = Finisher("first") { order.append($0) }
+            let second = Finisher("second") { order.append($0) }
+            first.then = {
+                // Queued while finishing: it runs in the same pass, before the loop waits and so before any
+                // timer of the next iteration.
+                timer.start(after: 0) {
+                    order.append("timer")
+                    done.resume()
+                }
+                EventLoop.shared.finishBeforeWaiting(second)
+            }
+            EventLoop.shared.finishBeforeWaiting(first)
+            order.append("queued")
+        }
+        timer.close()
+        #expect(order == ["queued", "first", "second", "timer"])
+    }
+
     @Test func logValuesCannotBreakTheLine() {
         let line = String(decoding: Log.line(.info, "e", ["a": "plain", "b": "a b", "c": "x\ny=\"1\"", "d": nil]), as: UTF8.self)
         #expect(line.hasPrefix("ts="))
