@@ -72,6 +72,29 @@ import Testing
         }
     }
 
+    @Test @Loop func aCustomersPurchasesAreReadThroughOneHistory() async throws {
+        try await ServiceHarness.run(serverAPI: true) { service in
+            // Three purchases (three chains) of one customer: the history of the first lists all three.
+            for _ in 0..<3 {
+                let bought = try await service.fakeBuy(["product_id": "com.example.coins.100", "type": "consumable", "customer": "erin"])
+                let order = try #require(bought["order_id"] as? String)
+                let attached = try await service.request("POST", "/v1/admin/users/u7/apple-orders", json: "{\"order_id\": \"\(order)\"}", key: Self.admin)
+                #expect(attached.status == 200, "\(attached.text)")
+            }
+            let before = try await Self.historyRequests(service)
+            let refreshed = try await service.request("POST", "/v1/admin/users/u7/refresh", key: Self.admin)
+            #expect(refreshed.status == 200, "\(refreshed.text)")
+            #expect(try await Self.historyRequests(service) == before + 1)
+            #expect(try await service.sql("SELECT 1 FROM app_store_transactions").count == 3)
+        }
+    }
+
+    /// Get Transaction History requests the fake has received, both environments together.
+    @Loop private static func historyRequests(_ service: ServiceHarness) async throws -> Int {
+        let counts = try await service.fakeCall("GET", "/control/server-api/requests").json()["counts"] as? [String: Int] ?? [:]
+        return counts.filter { $0.key.hasPrefix("transaction_history.") }.values.reduce(0, +)
+    }
+
     @Test @Loop func anUnavailableAppleAnswers503AndChangesNothing() async throws {
         try await ServiceHarness.run(serverAPI: true) { service in
             let bought = try await service.fakeBuy(["product_id": "com.example.lifetime", "type": "non_consumable", "customer": "carol"])

@@ -52,17 +52,25 @@ struct AppleAccountSync {
             purchases[owned.transaction.originalTransactionID] = owned.environment
         }
         var read: [StoreEnvironment: (transactions: [String: StoreTransaction], renewals: [RenewalInfo])] = [:]
+        // One customer's history lists every purchase of theirs: a purchase already listed is not asked again.
+        // (A set, not a scan of what was read: a user with thousands of consumables would hold the loop.)
+        var listedChains: Set<String> = []
         for (original, known) in purchases.sorted(by: { $0.key < $1.key }) {
-            // One customer's history lists every purchase of theirs: a purchase already listed is not asked again.
-            if read.values.contains(where: { $0.transactions.values.contains { $0.originalTransactionID == original } }) { continue }
+            if listedChains.contains(original) { continue }
             guard let (history, environment) = try Self.known(await client.transactionHistory(original, firstEnvironment: known, waitMs: Self.left(deadline))) else {
                 continue
             }
             var entry = read[environment] ?? ([:], [])
-            for signed in history { entry.transactions[signed.payload.transaction.transactionID] = signed.payload.transaction }
+            for signed in history {
+                entry.transactions[signed.payload.transaction.transactionID] = signed.payload.transaction
+                listedChains.insert(signed.payload.transaction.originalTransactionID)
+            }
             let statuses = try Self.known(await client.subscriptionStatuses(original, firstEnvironment: environment, waitMs: Self.left(deadline)))?.0 ?? []
             for status in statuses {
-                if let signed = status.transaction { entry.transactions[signed.payload.transaction.transactionID] = signed.payload.transaction }
+                if let signed = status.transaction {
+                    entry.transactions[signed.payload.transaction.transactionID] = signed.payload.transaction
+                    listedChains.insert(signed.payload.transaction.originalTransactionID)
+                }
                 if let renewal = status.renewalInfo { entry.renewals.append(renewal.payload.renewal) }
             }
             read[environment] = entry
