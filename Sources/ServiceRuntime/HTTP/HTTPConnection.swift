@@ -304,8 +304,9 @@ final class HTTPConnection: FinishBeforeWaiting {
         }
     }
 
-    /// The largest answer buffer a connection keeps between iterations; a bigger one is given back.
-    private static let keptOutgoingCapacity = 16 << 10
+    /// The largest answer buffer a connection keeps between iterations (an entitlements answer fits); a bigger
+    /// one is given back, so thousands of idle keep-alive connections hold at most this much each.
+    private static let keptOutgoingCapacity = 4 << 10
 
     /// `uv_try_write`: how many bytes the socket took at once, or a negative libuv error.
     nonisolated private static func tryWrite(_ handle: UnsafeMutablePointer<uv_tcp_t>, _ bytes: [UInt8]) -> Int32 {
