@@ -13,7 +13,7 @@ import X509
         #expect(config.listenAddress == "127.0.0.1")
         #expect(config.port == 8080)
         #expect(config.databaseURL == nil)
-        #expect(config.databasePoolSize == 8)
+        #expect(config.databasePoolSize == 8 && config.databaseReadPoolSize == 2)
         #expect(config.appleSharedSecret == nil && config.appleBundleID == nil)
         #expect(config.appleProductionURL == "https://buy.itunes.apple.com/verifyReceipt")
         #expect(config.appleSandboxURL == "https://sandbox.itunes.apple.com/verifyReceipt")
@@ -59,6 +59,7 @@ import X509
         defer { try? FileManager.default.removeItem(at: bundle) }
         let config = try Configuration(environment: [
             "LISTEN_ADDR": "0.0.0.0", "PORT": "9090", "DATABASE_URL": "postgresql://x@y/z", "DATABASE_POOL_SIZE": "3",
+            "DATABASE_READ_POOL_SIZE": "5",
             "APPLE_SHARED_SECRET": "s3cret", "APPLE_BUNDLE_ID": "com.example.app",
             "APPLE_VERIFY_URL_PRODUCTION": "http://127.0.0.1:1/verifyReceipt",
             "APPLE_VERIFY_URL_SANDBOX": "http://127.0.0.1:2/verifyReceipt", "APPLE_TIMEOUT_MS": "2500",
@@ -69,7 +70,7 @@ import X509
             "APPLE_SIGNED_ENVIRONMENTS": "Sandbox, Xcode",
         ])
         #expect(config.listenAddress == "0.0.0.0" && config.port == 9090)
-        #expect(config.databaseURL == "postgresql://x@y/z" && config.databasePoolSize == 3)
+        #expect(config.databaseURL == "postgresql://x@y/z" && config.databasePoolSize == 3 && config.databaseReadPoolSize == 5)
         #expect(config.appleSharedSecret == "s3cret" && config.appleBundleID == "com.example.app")
         #expect(config.appleProductionURL == "http://127.0.0.1:1/verifyReceipt")
         #expect(config.appleSandboxURL == "http://127.0.0.1:2/verifyReceipt" && config.appleTimeoutMs == 2500)
@@ -86,6 +87,7 @@ import X509
 
     @Test(arguments: [
         ("PORT", "eighty", "PORT"), ("PORT", "70000", "PORT"), ("DATABASE_POOL_SIZE", "0", "DATABASE_POOL_SIZE"),
+        ("DATABASE_READ_POOL_SIZE", "0", "DATABASE_READ_POOL_SIZE"),
         ("RESTORE_POLICY", "share", "RESTORE_POLICY"), ("APPLE_TIMEOUT_MS", "-1", "APPLE_TIMEOUT_MS"),
         ("APPLE_VERIFY_URL_SANDBOX", "ftp://x", "APPLE_VERIFY_URL_SANDBOX"), ("RETRY_MAX_MS", "10", "RETRY_MAX_MS"),
         ("APPLE_ROOT_CERTIFICATES", "/nonexistent/root.der", "APPLE_ROOT_CERTIFICATES"),

@@ -17,10 +17,9 @@
 #             can do for these statements: the headline ratio. `extended` sends unnamed statements, parsed and
 #             planned every time (PQsendQueryParams, what the service sent before it prepared them), for
 #             reference. Each mode runs once per client count of PGBENCH_CLIENTS: CONNECTIONS (as many as
-#             wrk's) and the service's pool size (as many as the service itself opens). On two cores 64
-#             backends cost PostgreSQL up to twice the CPU per transaction of 8 (and vary from run to run), so
-#             the goal is judged against the best of them: what PostgreSQL does with these statements at its
-#             best.
+#             wrk's), 8 and 4. On two cores 64 backends cost PostgreSQL up to twice the CPU per transaction of
+#             4 or 8 (and vary from run to run), so the goal is judged against the best of them: what
+#             PostgreSQL does with these statements at its best.
 #
 # Data: a throwaway PostgreSQL cluster in a temporary directory with fsync=off (nothing here needs durability;
 # the benchmark only reads), migrated by `entitlement-service migrate`, loaded by seed.sql with USERS users
@@ -38,9 +37,10 @@
 #   USERS=20000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
 #   SERVICE_CPU=0 CLIENT_CPU=1 PG_CPUS=0,1   taskset CPU lists
 #   PGBENCH_MODES="prepared"                 pgbench -M modes to run (also: extended); the first gives the ratio
-#   PGBENCH_CLIENTS="CONNECTIONS POOL"       pgbench client counts (default: CONNECTIONS and the pool size)
+#   PGBENCH_CLIENTS="CONNECTIONS 8 4"        pgbench client counts
 #   STALE_SAMPLES=200                        staleness samples per round
-#   DATABASE_POOL_SIZE       the service's pool size (unset: the service's default)
+#   DATABASE_POOL_SIZE       the service's main pool (unset: the service's default)
+#   DATABASE_READ_POOL_SIZE  the service's pool for entitlement reads (unset: the service's default, 2)
 #   SERVICE_BIN              a prebuilt entitlement-service to measure instead of building this checkout's
 #   PROFILE=cold|hot         afterwards, one more wrk run of that mode (any other value: cold) with `perf record`
 #                            attached to the warm service, and where its CPU time went (perf_categories.py);
@@ -60,9 +60,10 @@ SERVICE_CPU=${SERVICE_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PG_CPUS=${PG_CPUS:-0,1}
 read -r -a MODES <<<"${PGBENCH_MODES:-prepared}"
-# The service's pool size: its default (Configuration.swift) unless DATABASE_POOL_SIZE says otherwise.
-POOL_SIZE=${DATABASE_POOL_SIZE:-8}
-read -r -a PGBENCH_COUNTS <<<"${PGBENCH_CLIENTS:-$CONNECTIONS $POOL_SIZE}"
+# The size of the service's pool for entitlement reads: its default (Configuration.swift) unless
+# DATABASE_READ_POOL_SIZE says otherwise.
+READ_POOL_SIZE=${DATABASE_READ_POOL_SIZE:-2}
+read -r -a PGBENCH_COUNTS <<<"${PGBENCH_CLIENTS:-$CONNECTIONS 8 4}"
 HERE="$ROOT/bench/entitlements"
 OUT="$ROOT/bench/out/entitlements"
 mkdir -p "$OUT"
@@ -258,7 +259,7 @@ cat <<EOF
 entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per run, $ROUNDS rounds (${NAMES[*]} in turn)
   hot:       wrk -t1 -c$CONNECTIONS → entitlement-service, answers from its cache (ENTITLEMENT_CACHE_SIZE=$CACHE_SIZE)
   reference: wrk -t1 -c$CONNECTIONS → bench/http/reference.c, GET /healthz, on the service's CPU
-  cold:      wrk -t1 -c$CONNECTIONS → entitlement-service ?at=$AT (pool size ${DATABASE_POOL_SIZE:-default}) → PostgreSQL
+  cold:      wrk -t1 -c$CONNECTIONS → entitlement-service ?at=$AT (read pool $READ_POOL_SIZE) → PostgreSQL
   staleness: $STALE_SAMPLES writes per round on one instance, polled on a second instance until visible
   pgbench:   pgbench -M {${MODES[*]}} -c{${PGBENCH_COUNTS[*]}} -j1, the same 4 statements in one pipeline per transaction
   pinning:   client (wrk or pgbench) on CPU $CLIENT_CPU, service on CPU $SERVICE_CPU, PostgreSQL on CPUs $PG_CPUS,

@@ -3,13 +3,17 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// The running service: database pool, migrations, catalog, entitlement cache and its listener, App Store
+/// The running service: database pools, migrations, catalog, entitlement cache and its listener, App Store
 /// client, routes, HTTP server and background workers, started in that order and stopped in reverse on
 /// SIGTERM/SIGINT.
 @Loop
 final class Application {
     let configuration: Configuration
     let pool: PostgresPool
+    /// A small pool of its own for entitlement reads (`EntitlementReader`): concurrent reads queue for few
+    /// connections and so share round trips in full pipelines (`PostgresPool.readTransaction`), and never wait
+    /// behind writes or reports.
+    let readPool: PostgresPool
     let server: HTTPServer
     let receipts: ReceiptService
     /// Entitlement answers at the present time, kept until the database announces a change.
@@ -33,6 +37,7 @@ final class Application {
             throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
         }
         pool = PostgresPool(conninfo: databaseURL, size: configuration.databasePoolSize)
+        readPool = PostgresPool(conninfo: databaseURL, size: configuration.databaseReadPoolSize)
         let applied = try await Migrator(pool: pool, directory: migrationsDirectory).run()
         Log.info("migrations_applied", ["count": applied.count])
 
@@ -59,7 +64,7 @@ final class Application {
         // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
         // notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
-        let reader = EntitlementReader(db: pool, catalog: catalog)
+        let reader = EntitlementReader(db: readPool, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
         let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
@@ -125,7 +130,7 @@ final class Application {
         return port
     }
 
-    /// Stops accepting, finishes in-flight requests, stops the workers and closes the pool. Verifications
+    /// Stops accepting, finishes in-flight requests, stops the workers and closes the pools. Verifications
     /// still in flight stay durable in the database and are taken up by the next instance's retry worker.
     func shutdown() async {
         guard !stopping else { return }
@@ -138,6 +143,7 @@ final class Application {
         await receipts.releaseClaims()
         await listener.stop()
         await pool.close()
+        await readPool.close()
         lagMonitor.stop()
         Log.info("stopped", ["pid": getpid()])
     }
@@ -162,11 +168,13 @@ final class Application {
     }
 
     private func registerMetrics() {
-        let pool = self.pool
-        Metrics.shared.gauge("db_pool_in_use", "Database connections lent out") { Double(pool.inUse) }
-        Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection") { Double(pool.waiting) }
-        Metrics.shared.counter("db_pool_reads_answered_together_total",
-                               "Read-only transactions sent in another caller's round trip") { Double(pool.readsAnsweredTogether) }
+        for (name, pool) in [("main", pool), ("reads", readPool)] {
+            let labels = ["pool": name]
+            Metrics.shared.gauge("db_pool_in_use", "Database connections lent out", labels: labels) { Double(pool.inUse) }
+            Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection", labels: labels) { Double(pool.waiting) }
+            Metrics.shared.counter("db_pool_reads_answered_together_total", "Read-only transactions sent in another caller's round trip",
+                                   labels: labels) { Double(pool.readsAnsweredTogether) }
+        }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }
         ProcessMetrics.register(on: Metrics.shared)

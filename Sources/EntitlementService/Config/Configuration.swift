@@ -21,6 +21,8 @@ struct Configuration: Sendable {
     var port: Int
     var databaseURL: String?
     var databasePoolSize: Int
+    /// Connections of the pool that answers entitlement reads (`DATABASE_READ_POOL_SIZE`).
+    var databaseReadPoolSize: Int
     var appleSharedSecret: String?
     var appleBundleID: String?
     var appleProductionURL: String
@@ -61,6 +63,7 @@ struct Configuration: Sendable {
         port = try reader.int("PORT", default: 8080, in: 0...65535)
         databaseURL = reader.string("DATABASE_URL")
         databasePoolSize = try reader.int("DATABASE_POOL_SIZE", default: 8, in: 1...500)
+        databaseReadPoolSize = try reader.int("DATABASE_READ_POOL_SIZE", default: 2, in: 1...500)
         appleSharedSecret = reader.string("APPLE_SHARED_SECRET")
         appleBundleID = reader.string("APPLE_BUNDLE_ID")
         appleProductionURL = try reader.url("APPLE_VERIFY_URL_PRODUCTION", default: Self.appleProductionDefault)
