@@ -105,6 +105,18 @@ bench_service_bin() {
     fi
 }
 
+# pg_cpu_ticks DIR: clock ticks of CPU used so far by the PostgreSQL cluster in DIR: the postmaster, its live
+# children and the children it has reaped.
+pg_cpu_ticks() {
+    local postmaster pid ticks
+    postmaster=$(head -n 1 "$1/postmaster.pid")
+    ticks=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$postmaster/stat")
+    for pid in $(ps -o pid= --ppid "$postmaster"); do
+        ticks=$((ticks + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+    done
+    echo "$ticks"
+}
+
 # wait_healthy PORT PID [WHAT]: waits until /healthz answers on 127.0.0.1:PORT; exits the script with a message
 # naming WHAT (default: the server) when PID exits first or after 60 s.
 wait_healthy() {

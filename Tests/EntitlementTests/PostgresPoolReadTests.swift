@@ -2,8 +2,8 @@ import Foundation
 import Testing
 @testable import ServiceRuntime
 
-/// Read-only transactions through the pool: several waiting reads share one round trip, each still its own
-/// read-only transaction with its own answer.
+/// Read-only transactions through the pool: several waiting reads of one isolation share one round trip and one
+/// read-only transaction, each with its own answer.
 @Suite struct PostgresPoolReadTests {
     let pools = PostgresPoolTests()
 
@@ -39,6 +39,29 @@ import Testing
         }
         #expect(pool.readsAnsweredTogether == 9, "the first waiting read took the nine behind it")
         try await pool.withConnection { #expect($0.transactionStatus == .idle) }
+        await pool.close()
+    }
+
+    @Test @Loop func readsSentTogetherShareOneTransactionAndAnotherIsolationWaitsForItsOwn() async throws {
+        let pool = try pools.makePool(size: 1, acquireTimeoutMs: nil)
+        let release = await pools.holdTheOnlyConnection(of: pool)
+        let reads = await queue(5, on: pool) { i in
+            try await pool.readTransaction([
+                PostgresStatement("SELECT transaction_timestamp()::text AS started, current_setting('transaction_isolation') AS isolation"),
+            ], isolation: i == 2 ? .readCommitted : .repeatableRead)
+        }
+        try await release()
+        var started: [String] = []
+        var isolations: [String] = []
+        for read in reads {
+            let row = try await read.value[0].rows[0]
+            started.append(try row.string("started"))
+            isolations.append(try row.string("isolation"))
+        }
+        #expect(isolations == ["repeatable read", "repeatable read", "read committed", "repeatable read", "repeatable read"])
+        #expect(Set([started[0], started[1], started[3], started[4]]).count == 1, "the repeatable reads ran in one transaction")
+        #expect(started[2] > started[0], "the read-committed read ran in a transaction of its own, after")
+        #expect(pool.readsAnsweredTogether == 3)
         await pool.close()
     }
 

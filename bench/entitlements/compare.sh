@@ -8,8 +8,9 @@
 # answered from the cache (filled by the warm-up). Each run: the build started alone on SERVICE_CPU, a 2 s wrk
 # warm-up, then DURATION seconds of wrk (one thread, CONNECTIONS connections, a random user per request) on
 # CLIENT_CPU; the service's CPU time (user + system, from /proc) over the run divided by the requests wrk
-# counted. PostgreSQL (fsync off, seed.sql with USERS users) runs on both CPUs. Prints each run's rate and
-# CPU per request, then the median CPU per request of each build and their ratio (below 1: B costs less).
+# counted, and PostgreSQL's the same way. PostgreSQL (fsync off, seed.sql with USERS users) runs on both CPUs.
+# Prints each run's rate and CPU per request, then the median CPU per request of each build, the service's and
+# PostgreSQL's, and their ratios (below 1: B costs less).
 #
 # Environment (all optional): USERS=20000 ROUNDS=3 DURATION=5 CONNECTIONS=64 SERVICE_CPU=0 CLIENT_CPU=1
 #   A_ENV, B_ENV   extra environment for build A or B (e.g. B_ENV=DATABASE_POOL_SIZE=3 with the same binary)
@@ -39,9 +40,9 @@ wrk_reads() {
         wrk -t1 -c"$CONNECTIONS" -d"$1s" -s "$HERE/entitlements.lua" "http://127.0.0.1:$2" >"$WORK/wrk.out"
 }
 
-# measure BIN EXTRA_ENV: one run; prints "requests_per_second cpu_us_per_request".
+# measure BIN EXTRA_ENV: one run; prints "requests_per_second cpu_us_per_request postgres_cpu_us_per_request".
 measure() {
-    local port pid cpu0 cpu1
+    local port pid cpu0 cpu1 pg0 pg1
     port=$(free_port)
     env DATABASE_URL="$DATABASE_URL" LISTEN_ADDR=127.0.0.1 PORT="$port" API_KEYS="$API_KEY" ADMIN_API_KEYS="admin-$API_KEY" \
         ENTITLEMENT_CACHE_SIZE=$((USERS > 100000 ? USERS : 100000)) PRODUCTS_FILE="$HERE/products.json" LOG_LEVEL=warn \
@@ -50,18 +51,18 @@ measure() {
     PIDS+=("$pid")
     wait_healthy "$port" "$pid" "$1"
     wrk_reads 2 "$port"
-    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat") pg0=$(pg_cpu_ticks "$PGDIR")
     wrk_reads "$DURATION" "$port"
-    cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat") pg1=$(pg_cpu_ticks "$PGDIR")
     kill "$pid"; wait "$pid" 2>/dev/null || true
-    python3 - "$WORK/wrk.out" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" <<'PY'
+    python3 - "$WORK/wrk.out" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" "$((pg1 - pg0))" <<'PY'
 import re, sys
-text, ticks, hz = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3])
+text, ticks, hz, pg = open(sys.argv[1]).read(), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 if re.search(r"Non-2xx or 3xx responses", text):
     sys.exit("wrk saw answers other than 2xx:\n" + text)
 rate = float(re.search(r"Requests/sec:\s+([\d.]+)", text).group(1))
 requests = int(re.search(r"(\d+) requests in", text).group(1))
-print(f"{rate:.0f} {ticks / hz / requests * 1e6:.1f}")
+print(f"{rate:.0f} {ticks / hz / requests * 1e6:.1f} {pg / hz / requests * 1e6:.1f}")
 PY
 }
 
@@ -73,9 +74,9 @@ for round in $(seq 1 "$ROUNDS"); do
     for build in A B; do
         if [ $build = A ]; then bin=$BUILD_A extra=${A_ENV:-}; else bin=$BUILD_B extra=${B_ENV:-}; fi
         measure "$bin" "$extra" >"$WORK/measure.out"
-        read -r rate cpu <"$WORK/measure.out"
-        printf "round %s  %s  %7s req/s  %6s µs of service CPU per request\n" "$round" "$build" "$rate" "$cpu"
-        echo "$build $rate $cpu" >>"$WORK/runs"
+        read -r rate cpu pg <"$WORK/measure.out"
+        printf "round %s  %s  %7s req/s  %6s µs of service CPU, %6s µs of PostgreSQL's per request\n" "$round" "$build" "$rate" "$cpu" "$pg"
+        echo "$build $rate $cpu $pg" >>"$WORK/runs"
     done
 done
 python3 - "$WORK/runs" <<'PY'
@@ -83,6 +84,8 @@ import statistics, sys
 runs = [line.split() for line in open(sys.argv[1])]
 cpu = {b: statistics.median(float(r[2]) for r in runs if r[0] == b) for b in "AB"}
 rate = {b: statistics.median(float(r[1]) for r in runs if r[0] == b) for b in "AB"}
+pg = {b: statistics.median(float(r[3]) for r in runs if r[0] == b) for b in "AB"}
 print(f"median CPU per request: A {cpu['A']:.1f} µs, B {cpu['B']:.1f} µs; ratio B/A {cpu['B'] / cpu['A']:.3f}")
+print(f"median PostgreSQL CPU per request: A {pg['A']:.1f} µs, B {pg['B']:.1f} µs; ratio B/A {pg['B'] / pg['A']:.3f}")
 print(f"median rate: A {rate['A']:.0f}/s, B {rate['B']:.0f}/s; ratio B/A {rate['B'] / rate['A']:.3f}")
 PY

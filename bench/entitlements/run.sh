@@ -154,17 +154,12 @@ wait_healthy "$REFERENCE_PORT" $!
 curl -fsS -H "Authorization: Bearer $API_KEY" "http://127.0.0.1:$SERVICE_PORT/v1/users/1050/entitlements" \
     >"$OUT/sample-1050.json" || { echo "the entitlements route failed for user 1050" >&2; exit 1; }
 
-# cpu_snapshot: clock ticks used so far by all CPUs together, the service, and PostgreSQL (the postmaster, its
-# live children, and the children it has reaped), on one line.
+# cpu_snapshot: clock ticks used so far by all CPUs together, the service, and PostgreSQL, on one line.
 cpu_snapshot() {
-    local all service pg pid
+    local all service
     all=$(awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat)
     service=$(awk '{ print $14 + $15 }' "/proc/$SERVICE_PID/stat")
-    pg=$(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$POSTMASTER_PID/stat")
-    for pid in $(ps -o pid= --ppid "$POSTMASTER_PID"); do
-        pg=$((pg + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
-    done
-    echo "$all $service $pg"
+    echo "$all $service $(pg_cpu_ticks "$PGDIR")"
 }
 
 # children_cpu FILE: user + system CPU seconds of finished children from the output of bash's `times`, which

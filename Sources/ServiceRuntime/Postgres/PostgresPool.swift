@@ -6,8 +6,10 @@
 /// the next demand, so the pool recovers by itself after the server restarts.
 ///
 /// Read-only transactions known up front (`readTransaction(_:isolation:)`) that wait for a connection are
-/// answered together: the caller that gets a connection also takes the read-only transactions queued behind
-/// it (up to `readsPerRoundTrip`) and sends them all in one round trip, each its own transaction.
+/// answered together: the caller that gets a connection also takes the read-only transactions of the same
+/// isolation queued behind it (up to `readsPerRoundTrip`) and runs them all as one read-only transaction in
+/// one round trip. They share its snapshot, taken after every one of them was asked for: each sees at least
+/// what it would have seen alone.
 @Loop
 public final class PostgresPool {
     /// The most connections open at once.
@@ -65,9 +67,9 @@ public final class PostgresPool {
         let statements: [PostgresStatement]
         let isolation: PostgresIsolationLevel
 
-        /// BEGIN, the statements, COMMIT.
-        var batch: [PostgresStatement] {
-            [PostgresStatement(isolation.readOnlyBeginStatement)] + statements + [PostgresStatement("COMMIT")]
+        /// BEGIN, the statements of `reads` (all of `isolation`) in order, COMMIT.
+        static func batch(_ reads: [QueuedRead], isolation: PostgresIsolationLevel) -> [PostgresStatement] {
+            [PostgresStatement(isolation.readOnlyBeginStatement)] + reads.flatMap(\.statements) + [PostgresStatement("COMMIT")]
         }
     }
 
@@ -257,16 +259,16 @@ public final class PostgresPool {
     func run(_ read: QueuedRead) async throws -> [PostgresResult] {
         switch try await acquire(read: read) {
         case .answered(let results): return results
-        case .connection(let connection): return try await serve(read, with: takeQueuedReads(), on: connection)
+        case .connection(let connection): return try await serve(read, with: takeQueuedReads(of: read.isolation), on: connection)
         }
     }
 
-    /// Up to `readsPerRoundTrip - 1` queued reads, oldest first, taken out of the queue.
-    private func takeQueuedReads() -> [Waiter] {
+    /// Up to `readsPerRoundTrip - 1` queued reads of `isolation`, oldest first, taken out of the queue.
+    private func takeQueuedReads(of isolation: PostgresIsolationLevel) -> [Waiter] {
         var taken: [Waiter] = []
         var kept: [Waiter] = []
         for waiter in waiters {
-            if waiter.read != nil, taken.count < readsPerRoundTrip - 1 {
+            if waiter.read?.isolation == isolation, taken.count < readsPerRoundTrip - 1 {
                 waiter.timer?.close()
                 taken.append(waiter)
             } else {
@@ -277,18 +279,18 @@ public final class PostgresPool {
         return taken
     }
 
-    /// Sends `read` and `companions` in one pipeline (one sync point) on `connection`, answers the companions
-    /// and returns `read`'s results. When the pipeline fails (every statement after a failure is skipped), each
-    /// transaction runs again on its own, so that each gets its own answer: reads, so running one twice
-    /// changes nothing.
+    /// Sends `read` and `companions` as one transaction in one pipeline (one sync point) on `connection`,
+    /// answers the companions and returns `read`'s results. When the pipeline fails (every statement after a
+    /// failure is skipped), each read runs again as a transaction of its own, so that each gets its own
+    /// answer: reads, so running one twice changes nothing.
     private func serve(_ read: QueuedRead, with companions: [Waiter], on connection: PostgresConnection) async throws -> [PostgresResult] {
         let reads = [read] + companions.compactMap(\.read)
         var answers: [Result<[PostgresResult], any Error>]
         do {
-            var results = try await connection.pipeline(reads.flatMap(\.batch))[...]
+            var results = try await connection.pipeline(QueuedRead.batch(reads, isolation: read.isolation)).dropFirst()
             answers = reads.map { read in
-                defer { results = results.dropFirst(read.statements.count + 2) }
-                return .success(Array(results.dropFirst().prefix(read.statements.count)))
+                defer { results = results.dropFirst(read.statements.count) }
+                return .success(Array(results.prefix(read.statements.count)))
             }
         } catch {
             answers = []
@@ -299,7 +301,8 @@ public final class PostgresPool {
                     continue
                 }
                 do {
-                    answers.append(.success(Array(try await connection.pipeline(read.batch).dropFirst().dropLast())))
+                    answers.append(.success(Array(try await connection.pipeline(QueuedRead.batch([read], isolation: read.isolation))
+                        .dropFirst().dropLast())))
                 } catch {
                     answers.append(.failure(error))
                 }

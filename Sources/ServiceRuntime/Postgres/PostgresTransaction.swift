@@ -64,9 +64,10 @@ extension PostgresPool {
     }
 
     /// Runs read-only statements known up front as one transaction (BEGIN … READ ONLY, the statements, COMMIT)
-    /// in a single round trip and returns one result per statement. While every connection is busy, reads
-    /// waiting together go out in one round trip, each still its own transaction with its own snapshot; the
-    /// server refuses any write in them.
+    /// in a single round trip and returns one result per statement. While every connection is busy, reads of
+    /// one isolation waiting together go out in one round trip as one read-only transaction, whose snapshot is
+    /// taken after all of them were asked for; the server refuses any write in them, and a failure runs each
+    /// again on its own.
     public func readTransaction(
         _ statements: [PostgresStatement],
         isolation: PostgresIsolationLevel = .readCommitted
