@@ -5,7 +5,7 @@ import Testing
 @testable import FakeAppStore
 @testable import ServiceRuntime
 
-/// The loop is never blocked by the database: requests waiting on a lock wait in PostgreSQL and in the read pool,
+/// The loop is never blocked by the database: requests waiting on a lock wait in PostgreSQL and for their batch,
 /// not on the loop thread.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 @Loop
@@ -20,11 +20,10 @@ struct LoopIsolationTests {
             #expect(poolSize < 20, "the twenty requests must outnumber the read pool's connections")
             let misses = service.application.cache.misses
             let blocked = (0..<20).map { index in Task { try await service.request("GET", "/v1/users/locked-\(index)/entitlements") } }
-            // Wait until the twenty requests have missed the cache and every one waits in PostgreSQL or in the
-            // read pool: every connection it lent out is stuck on the lock (seen from outside the locking
+            // Wait until the twenty requests have missed the cache and every one waits in PostgreSQL or for its
+            // batch: every connection the read pool lent out is stuck on the lock (seen from outside the locking
             // transaction: pg_stat_activity is a snapshot per transaction; a worker of the main pool may wait on
-            // it too), and either no request waits for a connection (reads that waited went out together in one
-            // round trip) or every connection is lent.
+            // it too), and either no read waits for a connection or every connection is lent.
             let pool = service.application.readPool
             let observer = try await PostgresConnection.connect(service.databaseURL)
             let deadline = RawHTTPClient.now() + 10

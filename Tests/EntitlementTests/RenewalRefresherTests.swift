@@ -71,7 +71,7 @@ struct RenewalRefresherTests {
             #expect(transactions.count == 3)
             let owners = try await stack.sql("SELECT DISTINCT user_id FROM purchase_owners")
             #expect(try owners.map { try $0.string("user_id") } == ["refresh-user"])
-            let document = try await EntitlementReader(db: stack.pool, catalog: stack.catalog).document(userID: "refresh-user", at: now)
+            let document = try await EntitlementReader(snapshots: UserSnapshotLoader(pool: stack.pool), catalog: stack.catalog).document(userID: "refresh-user", at: now)
             #expect(document.entitlements["premium"]?.active == true)
         }
     }

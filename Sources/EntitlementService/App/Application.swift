@@ -11,9 +11,10 @@ final class Application {
     let configuration: Configuration
     let pool: PostgresPool
     /// A small pool of its own for entitlement reads (`EntitlementReader`): concurrent reads queue for few
-    /// connections and so share round trips in full pipelines (`PostgresPool.readTransaction`), and never wait
-    /// behind writes or reports.
+    /// connections and so go out in full batches (`UserSnapshotLoader`), and never wait behind writes or reports.
     let readPool: PostgresPool
+    /// Reads users' snapshots on `readPool`, in batches.
+    let snapshots: UserSnapshotLoader
     let server: HTTPServer
     let receipts: ReceiptService
     /// Entitlement answers at the present time, kept until the database announces a change.
@@ -38,6 +39,7 @@ final class Application {
         }
         pool = PostgresPool(conninfo: databaseURL, size: configuration.databasePoolSize)
         readPool = PostgresPool(conninfo: databaseURL, size: configuration.databaseReadPoolSize)
+        snapshots = UserSnapshotLoader(pool: readPool)
         let applied = try await Migrator(pool: pool, directory: migrationsDirectory).run()
         Log.info("migrations_applied", ["count": applied.count])
 
@@ -64,7 +66,7 @@ final class Application {
         // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
         // notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
-        let reader = EntitlementReader(db: readPool, catalog: catalog)
+        let reader = EntitlementReader(snapshots: snapshots, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
         let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
@@ -174,6 +176,10 @@ final class Application {
             Metrics.shared.gauge("db_pool_waiting", "Callers waiting for a database connection", labels: labels) { Double(pool.waiting) }
             Metrics.shared.counter("db_pool_reads_answered_together_total", "Read-only transactions sent in another caller's round trip",
                                    labels: labels) { Double(pool.readsAnsweredTogether) }
+        }
+        let snapshots = self.snapshots
+        Metrics.shared.counter("entitlement_reads_batched_total", "Entitlement reads sent in a batch with an earlier one") {
+            Double(snapshots.readsBatched)
         }
         let receipts = self.receipts
         Metrics.shared.gauge("receipt_verifications_in_flight", "Verifications running in this process") { Double(receipts.inFlightCount) }

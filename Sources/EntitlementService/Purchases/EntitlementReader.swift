@@ -6,7 +6,7 @@ import Foundation
 /// the model's pure `EntitlementEvaluator` at one instant.
 @Loop
 struct EntitlementReader {
-    let db: PostgresPool
+    let snapshots: UserSnapshotLoader
     let catalog: CatalogCache
 
     /// The body of `GET /v1/users/{user_id}/entitlements` at `at`.
@@ -17,7 +17,7 @@ struct EntitlementReader {
     /// The body at `at`, and the instant from which time alone may change it (the report's `nextChange`).
     func evaluation(userID: String, at: Date) async throws -> (document: EntitlementsDocument, nextChange: Date?) {
         let catalog = try await catalog.current()
-        let snapshot = try await UserSnapshotStore().snapshot(of: userID, on: db)
+        let snapshot = try await snapshots.snapshot(of: userID)
         let report = snapshot.report(catalog: catalog, at: at)
         return (EntitlementsDocument(userID: userID, report: report, consumables: snapshot.balances), report.nextChange)
     }

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+@testable import EntitlementService
+@testable import ServiceRuntime
+
+/// Entitlement reads batched across callers: each caller gets its own user's snapshot, whoever it shared the
+/// batch with.
+@Suite(.serialized)
+@Loop
+struct UserSnapshotLoaderTests {
+    @Test func concurrentReadsShareBatchesAndEachGetsItsOwnUser() async throws {
+        try await ServiceHarness.run { service in
+            // Twelve users with one grant each, named after them; a thirteenth user owns nothing.
+            for index in 0..<12 {
+                let granted = try await service.request("POST", "/v1/admin/users/batch-\(index)/grants",
+                                                        json: #"{"entitlement": "e\#(index)", "reason": "r\#(index)"}"#,
+                                                        key: ServiceHarness.adminKey)
+                #expect(granted.status == 201, "\(granted.text)")
+            }
+            let loader = service.application.snapshots
+            let before = loader.readsBatched
+            // Every user asked for at once, some twice: the first reads go alone, the rest wait and go together.
+            let users = (0..<13).map { "batch-\($0)" } + ["batch-3", "batch-12", "batch-7"]
+            let reads = users.map { user in Task { @Loop in try await loader.snapshot(of: user) } }
+            for (user, read) in zip(users, reads) {
+                let snapshot = try await read.value
+                if user == "batch-12" {
+                    #expect(snapshot.grants.isEmpty && snapshot.transactions.isEmpty && snapshot.balances.isEmpty)
+                } else {
+                    let index = user.dropFirst("batch-".count)
+                    #expect(snapshot.grants.map(\.entitlement) == ["e\(index)"], "\(user)")
+                    #expect(snapshot.grants.allSatisfy { $0.userID == user && $0.reason == "r\(index)" }, "\(user)")
+                }
+            }
+            #expect(loader.readsBatched - before >= users.count - 1 - service.application.readPool.size,
+                    "all but the reads sent while connections were free went in a batch")
+        }
+    }
+}
