@@ -20,6 +20,11 @@
 #             wrk's), 8 and 4. On two cores 64 backends cost PostgreSQL up to twice the CPU per transaction of
 #             4 or 8 (and vary from run to run), so the goal is judged against the best of them: what
 #             PostgreSQL does with these statements at its best.
+#   pgbatch   pgbench → PostgreSQL: what the service itself sends for cold reads, batches of 10 users
+#             (UserSnapshotLoader.maxBatch) with each table read once for all of them, queries-batched.sql,
+#             prepared, once per client count of PGBATCH_CLIENTS (the read pool's size and 4); its rate is
+#             counted in reads (10 per transaction). For information, not a goal: it shows what PostgreSQL
+#             could do for the service with no HTTP, evaluation or answer in the way.
 #
 # Data: a throwaway PostgreSQL cluster in a temporary directory with fsync=off (nothing here needs durability;
 # the benchmark only reads), migrated by `entitlement-service migrate`, loaded by seed.sql with USERS users
@@ -38,6 +43,7 @@
 #   SERVICE_CPU=0 CLIENT_CPU=1 PG_CPUS=0,1   taskset CPU lists
 #   PGBENCH_MODES="prepared"                 pgbench -M modes to run (also: extended); the first gives the ratio
 #   PGBENCH_CLIENTS="CONNECTIONS 8 4"        pgbench client counts
+#   PGBATCH_CLIENTS="READ_POOL_SIZE 4"       client counts of the batched pgbench runs (empty: none)
 #   STALE_SAMPLES=200                        staleness samples per round
 #   DATABASE_POOL_SIZE       the service's main pool (unset: the service's default)
 #   DATABASE_READ_POOL_SIZE  the service's pool for entitlement reads (unset: the service's default, 2)
@@ -64,7 +70,10 @@ read -r -a MODES <<<"${PGBENCH_MODES:-prepared}"
 # DATABASE_READ_POOL_SIZE says otherwise.
 READ_POOL_SIZE=${DATABASE_READ_POOL_SIZE:-2}
 read -r -a PGBENCH_COUNTS <<<"${PGBENCH_CLIENTS:-$CONNECTIONS 8 4}"
+read -r -a PGBATCH_COUNTS <<<"${PGBATCH_CLIENTS-$READ_POOL_SIZE 4}"
 HERE="$ROOT/bench/entitlements"
+# Users per transaction of queries-batched.sql.
+PGBATCH_READS=$(grep -c '^\\set u' "$HERE/queries-batched.sql")
 OUT="$ROOT/bench/out/entitlements"
 mkdir -p "$OUT"
 
@@ -195,20 +204,21 @@ print(f"{rps:.0f} {p99:.3f} {errors} {sys.argv[2]}")
 PY
 }
 
-# run_pgbench MODE CLIENTS SECONDS: pgbench -M MODE -c CLIENTS with queries.sql; prints "tx/s p99_ms failures client_cpu_seconds",
-# the p99 computed from pgbench's per-transaction log (one line per script run: the four-statement pipeline).
+# run_pgbench MODE CLIENTS SECONDS [SCRIPT READS]: pgbench -M MODE -c CLIENTS with SCRIPT (queries.sql); prints
+# "rate p99_ms failures client_cpu_seconds", the rate in transactions/s times READS (1), the p99 computed from pgbench's
+# per-transaction log (one line per script run: one pipeline).
 run_pgbench() {
     local logdir cpu
     logdir=$(mktemp -d "$WORK/pgbench.XXXXXX")
     (cd "$logdir" && taskset -c "$CLIENT_CPU" "$PGBENCH" -n -M "$1" -c "$2" -j 1 -T "$3" \
-        -D users="$USERS" -f "$HERE/queries.sql" -l --log-prefix="$logdir/log" "$DATABASE_URL" \
+        -D users="$USERS" -f "$HERE/${4:-queries.sql}" -l --log-prefix="$logdir/log" "$DATABASE_URL" \
         >"$WORK/pgbench.out" 2>&1) || { cat "$WORK/pgbench.out" >&2; return 1; }
     times >"$WORK/times.out"
     cpu=$(children_cpu "$WORK/times.out")
-    python3 - "$WORK/pgbench.out" "$logdir" "$cpu" <<'PY'
+    python3 - "$WORK/pgbench.out" "$logdir" "$cpu" "${5:-1}" <<'PY'
 import glob, re, sys
 text, logdir = open(sys.argv[1]).read(), sys.argv[2]
-tps = float(re.search(r"^tps = ([\d.]+)", text, re.M).group(1))
+tps = float(re.search(r"^tps = ([\d.]+)", text, re.M).group(1)) * int(sys.argv[4])
 failed = re.search(r"number of failed transactions: (\d+)", text)
 latencies = []
 for path in glob.glob(f"{logdir}/log*"):
@@ -230,10 +240,12 @@ run_staleness() {
     cat "$WORK/staleness.out"
 }
 
-# run NAME SECONDS: one run of hot, reference, cold or pgbench-MODE-cCLIENTS.
+# run NAME SECONDS: one run of hot, reference, cold, pgbench-MODE-cCLIENTS or pgbatch-cCLIENTS.
 run() {
     local mode clients
     case "$1" in
+    pgbatch-c*)
+        run_pgbench prepared "${1#pgbatch-c}" "$2" queries-batched.sql "$PGBATCH_READS" ;;
     pgbench-*)
         mode=${1#pgbench-} clients=${1##*-c}
         run_pgbench "${mode%-c*}" "$clients" "$2" ;;
@@ -245,6 +257,7 @@ NAMES=(hot reference cold)
 for mode in "${MODES[@]}"; do
     for clients in "${PGBENCH_COUNTS[@]}"; do NAMES+=("pgbench-$mode-c$clients"); done
 done
+for clients in "${PGBATCH_COUNTS[@]}"; do NAMES+=("pgbatch-c$clients"); done
 
 echo "warming up (${WARMUP}s each)" >&2
 for name in "${NAMES[@]}"; do run "$name" "$WARMUP" >/dev/null; done
@@ -257,6 +270,8 @@ entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per
   cold:      wrk -t1 -c$CONNECTIONS → entitlement-service ?at=$AT (read pool $READ_POOL_SIZE) → PostgreSQL
   staleness: $STALE_SAMPLES writes per round on one instance, polled on a second instance until visible
   pgbench:   pgbench -M {${MODES[*]}} -c{${PGBENCH_COUNTS[*]}} -j1, the same 4 statements in one pipeline per transaction
+  pgbatch:   pgbench -M prepared -c{${PGBATCH_COUNTS[*]}} -j1, the service's batched statements for $PGBATCH_READS users per
+             transaction (queries-batched.sql), counted in reads
   pinning:   client (wrk or pgbench) on CPU $CLIENT_CPU, service on CPU $SERVICE_CPU, PostgreSQL on CPUs $PG_CPUS,
              the same for every run (during pgbench runs the service idles: its CPU is PostgreSQL's alone)
   PostgreSQL $("$PSQL" "$DATABASE_URL" -XAtc 'SHOW server_version'), fsync=off, throwaway cluster
@@ -273,7 +288,7 @@ for round in $(seq 1 "$ROUNDS"); do
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
         read -r rate p99 errors client < <(run "$name" "$DURATION")
-        cp "$WORK/$(case "$name" in pgbench-*) echo pgbench ;; *) echo wrk ;; esac).out" "$OUT/round$round-$name.txt"
+        cp "$WORK/$(case "$name" in pgb*) echo pgbench ;; *) echo wrk ;; esac).out" "$OUT/round$round-$name.txt"
         end=$(date +%s.%N)
         read -r all1 service1 pg1 < <(cpu_snapshot)
         read -r service_pct pg_pct client_pct other_pct < <(python3 - <<PY
@@ -310,13 +325,16 @@ def verdict(met):
     return "met" if met else "NOT met"
 hot = median("hot", 1) / median("reference", 1)
 print(f"hot:       ratio hot req/s / reference req/s: {hot:.3f} (goal >= 0.7: {verdict(hot >= 0.7)})")
-pgbench = names[3:]
+pgbench = [name for name in names if name.startswith("pgbench-")]
 headline = [name for name in pgbench if name.rsplit("-c", 1)[0] == pgbench[0].rsplit("-c", 1)[0]]
 best = max(headline, key=lambda name: median(name, 1))
 for name in pgbench:
     ratio = median("cold", 1) / median(name, 1)
     goal = f" (goal >= 0.9 against pgbench's best, {best}: {verdict(ratio >= 0.9)})" if name == best else ""
     print(f"cold:      ratio cold req/s / {name} tx/s: {ratio:.3f}{goal}")
+for name in (name for name in names if name.startswith("pgbatch-")):
+    print(f"cold:      ratio cold reads/s / {name} reads/s: {median('cold', 1) / median(name, 1):.3f} "
+          "(the batched statements the service sends; for information)")
 service_cpu, pg_cpu = (median("cold", column) / 100 / median("cold", 1) * 1e6 for column in (4, 5))
 print(f"cold CPU:  per read, service {service_cpu:.0f} us, PostgreSQL {pg_cpu:.0f} us: ratio {service_cpu / pg_cpu:.2f} "
       f"(goal <= 0.5: {verdict(service_cpu / pg_cpu <= 0.5)})")
