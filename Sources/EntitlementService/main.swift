@@ -9,7 +9,7 @@ do {
     FileHandle.standardError.write(Data("entitlement-service: \(error.message)\n\n\(Command.usage)\n".utf8))
     exit(64)
 }
-Task { @Loop in
+Task.onLoop {
     exit(await Commands.run(command))
 }
 dispatchMain()

@@ -104,7 +104,7 @@ extension FakeAppStore {
             for _ in 0..<notification.order.copies { outcomes.append(await post(notification, to: url)) }
             return outcomes
         }
-        let copies = (0..<notification.order.copies).map { _ in Task { @Loop in await self.post(notification, to: url) } }
+        let copies = (0..<notification.order.copies).map { _ in Task.onLoop { await self.post(notification, to: url) } }
         var outcomes: [JSONValue] = []
         for copy in copies { outcomes.append(await copy.value) }
         return outcomes
@@ -128,7 +128,7 @@ extension FakeAppStore {
         }
         let queue = DeliveryQueue(order: order)
         let workers = (0..<min(concurrency, order.count)).map { _ in
-            Task { @Loop in
+            Task.onLoop {
                 var done: [(Int, JSONValue)] = []
                 while let index = queue.next() {
                     let notification = notifications[index]

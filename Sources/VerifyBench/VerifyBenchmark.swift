@@ -53,7 +53,7 @@ enum VerifyBenchmark {
         let cpuBefore = cpuMilliseconds()
         let started = uv_hrtime()
         let tasks = (0..<options.count).map { _ in
-            Task { @Loop in await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
+            Task.onLoop { await verifier.verify(receiptData: receiptData, firstEnvironment: .production) }
         }
         var results: [VerificationFlow.Result] = []
         for task in tasks { results.append(await task.value) }

@@ -3,7 +3,7 @@ import Foundation
 import ServiceRuntime
 
 // `verify-bench …`: see `VerifyBenchmark`.
-Task { @Loop in
+Task.onLoop {
     exit(await VerifyBenchmark.run(arguments: Array(CommandLine.arguments.dropFirst())))
 }
 dispatchMain()

@@ -24,7 +24,7 @@ final class CatalogCache {
         if let cached, now &- cached.loadedAt < maxAgeMs { return cached.catalog }
         if let loading { return try await loading.value }
         let started = generation
-        let task = Task { @Loop in try await self.load() }
+        let task = Task.onLoop { try await self.load() }
         loading = task
         defer { loading = nil }
         let catalog = try await task.value

@@ -17,7 +17,7 @@ enum NotificationWorker {
             let current = try await catalog.current()
             let purchases = Dictionary(grouping: due) { $0.originalTransactionID ?? $0.uuid }
             let runs = purchases.values.map { notifications in
-                Task { @Loop in
+                Task.onLoop {
                     for notification in notifications {
                         await apply(notification, recorder: recorder, catalog: current, retry: retry, store: store)
                     }

@@ -27,7 +27,7 @@ final class PeriodicWorker {
     private func schedule(after milliseconds: UInt64) {
         guard !stopped else { return }
         timer.start(after: milliseconds) { [self] in
-            running = Task { @Loop in
+            running = Task.onLoop { [self] in
                 var more = false
                 do {
                     more = try await body()

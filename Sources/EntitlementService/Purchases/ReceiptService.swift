@@ -68,7 +68,7 @@ final class ReceiptService {
     }
 
     private func start(_ submission: ClaimedSubmission, actor: String) -> Task<AttemptOutcome, Never> {
-        let task = Task { @Loop in
+        let task = Task.onLoop {
             let outcome = await self.attempt(submission, actor: actor)
             self.inFlight[submission.verificationID] = nil
             return outcome
@@ -181,7 +181,7 @@ final class ReceiptService {
             }
             waiters[key] = { finish(nil) }
             timer.start(after: UInt64(max(0, milliseconds))) { finish(nil) }
-            Task { @Loop in finish(await task.value) }
+            Task.onLoop { finish(await task.value) }
         }
         waiters[key] = nil
         timer.close()

@@ -38,7 +38,7 @@ enum RenewalRefresher {
                 do {
                     let due = try await SubscriptionStore().claimDue(limit: limit, lease: service.lease, withoutReceipt: serverAPI != nil, on: service.db)
                     for subscription in due {
-                        Task { @Loop in
+                        Task.onLoop {
                             if let serverAPI {
                                 report.yield(await refresh(subscription, serverAPI: serverAPI, service: service))
                             } else {

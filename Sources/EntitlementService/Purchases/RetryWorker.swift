@@ -8,7 +8,7 @@ enum RetryWorker {
     static func make(service: ReceiptService, intervalMs: UInt64) -> PeriodicWorker {
         PeriodicWorker(name: "retry", intervalMs: intervalMs) {
             let due = try await service.submissions.claimDue(limit: batchSize, lease: service.lease, on: service.db)
-            let attempts = due.map { submission in Task { @Loop in _ = await service.retry(submission) } }
+            let attempts = due.map { submission in Task.onLoop { _ = await service.retry(submission) } }
             for attempt in attempts { await attempt.value }
             return due.count == batchSize
         }

@@ -43,7 +43,7 @@ final class UserSnapshotLoader {
         waiting.removeFirst(batch.count)
         batchesOut += 1
         readsBatched += batch.count - 1
-        Task { @Loop in
+        Task.onLoop {
             var users: [String] = []
             var seen: Set<String> = []
             for (userID, _) in batch where seen.insert(userID).inserted { users.append(userID) }

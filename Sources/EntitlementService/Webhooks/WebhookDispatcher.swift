@@ -92,7 +92,7 @@ final class WebhookDispatcher {
         guard !stopped, claiming == nil else { return }
         timer.start(after: UInt64(milliseconds)) { [self] in
             guard claiming == nil else { return }
-            claiming = Task { @Loop in
+            claiming = Task.onLoop { [self] in
                 let full = await claim()
                 claiming = nil
                 // A full batch may leave more due: look again when slots free up (see `finished`), else after a while.
@@ -116,7 +116,7 @@ final class WebhookDispatcher {
             return false
         }
         for claim in claims {
-            inFlight[claim.claimID] = (claim, Task { @Loop in
+            inFlight[claim.claimID] = (claim, Task.onLoop { [self] in
                 await send(claim)
                 finished(claim)
             })
@@ -131,7 +131,7 @@ final class WebhookDispatcher {
         guard recording == nil, !outcomes.isEmpty else { return }
         let batch = outcomes
         outcomes = []
-        recording = Task { @Loop in
+        recording = Task.onLoop { [self] in
             do {
                 try await store.record(batch, on: db)
             } catch {

@@ -57,7 +57,7 @@ public final class HTTPClient {
                 multi.add(transfer)
             }
         } onCancel: {
-            Task { @Loop in multi.cancel(transfer) }
+            Task.onLoop { multi.cancel(transfer) }
         }
         return try outcome.get()
     }

@@ -62,7 +62,7 @@ public final class PostgresListener {
     /// Connects and listens, and keeps doing so until `stop()`.
     public func start() {
         guard task == nil, !stopping else { return }
-        task = Task { @Loop in await self.run() }
+        task = Task.onLoop { await self.run() }
     }
 
     /// Closes the connection and stops reconnecting; returns once the listener has stopped.
