@@ -160,7 +160,7 @@ final class HTTPConnection: FinishBeforeWaiting {
                 let outcome = await work()
                 self.finish(request, outcome, route: route, started: started)
             }
-            Task(executorPreference: EventLoop.shared.taskExecutor, operation: handle)
+            Task.onLoop(handle)
         }
     }
 
