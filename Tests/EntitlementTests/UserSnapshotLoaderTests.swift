@@ -32,12 +32,25 @@ struct UserSnapshotLoaderTests {
                     #expect(snapshot.grants.allSatisfy { $0.userID == user && $0.reason == "r\(index)" }, "\(user)")
                 }
             }
-            // The first reads go alone, one per connection; the rest wait and go in batches of at most `maxBatch`.
-            let waited = users.count - service.application.readPool.size
-            let batches = (waited + UserSnapshotLoader.maxBatch - 1) / UserSnapshotLoader.maxBatch
-            #expect(waited > UserSnapshotLoader.maxBatch, "the test needs more waiting reads than one batch holds")
+            // The first reads go alone, one per connection; the rest wait and go in batches of `minBatch` (so few
+            // reads are in the loader that the share never exceeds it).
+            let connections = service.application.readPool.size
+            let waited = users.count - connections
+            #expect(UserSnapshotLoader.batchSize(waiting: waited, out: 1, connections: connections) == UserSnapshotLoader.minBatch)
+            let batches = (waited + UserSnapshotLoader.minBatch - 1) / UserSnapshotLoader.minBatch
             #expect(loader.readsBatched - before == waited - batches,
-                    "all but the reads sent while connections were free went in batches of at most maxBatch")
+                    "all but the reads sent while connections were free went in batches of minBatch")
         }
+    }
+
+    /// The share: half of one connection's part of the reads in the loader, at least `minBatch` (or what waits),
+    /// at most `maxBatch`.
+    @Test func aBatchTakesHalfOfOneConnectionsShare() {
+        #expect(UserSnapshotLoader.batchSize(waiting: 1, out: 0, connections: 2) == 1)
+        #expect(UserSnapshotLoader.batchSize(waiting: 3, out: 10, connections: 2) == 3)
+        #expect(UserSnapshotLoader.batchSize(waiting: 14, out: 1, connections: 2) == UserSnapshotLoader.minBatch)
+        #expect(UserSnapshotLoader.batchSize(waiting: 30, out: 10, connections: 2) == 10)
+        #expect(UserSnapshotLoader.batchSize(waiting: 30, out: 10, connections: 4) == 5)
+        #expect(UserSnapshotLoader.batchSize(waiting: 200, out: 56, connections: 2) == UserSnapshotLoader.maxBatch)
     }
 }

@@ -1,7 +1,7 @@
 import ServiceRuntime
 
 /// Reads users' snapshots for concurrent callers in batches: while as many batches as the pool has connections
-/// are out, new reads wait, and the next batch takes all of them (up to `maxBatch`) in one read of each table
+/// are out, new reads wait, and the next batch takes its share of them (`batchSize`) in one read of each table
 /// (`UserSnapshotStore.snapshots(of:on:)`). PostgreSQL's work per statement, and the service's per result, is
 /// then paid once per batch instead of once per user. With nothing out, a read goes at once, alone.
 ///
@@ -10,17 +10,29 @@ import ServiceRuntime
 /// that a failure reaches only the reads it belongs to.
 @Loop
 final class UserSnapshotLoader {
-    /// The most users read in one batch. Small batches keep both connections' work even and come back while
-    /// the service still answers the other batch: with a cap of 64, the reads piling up behind one slow full
+    /// The most users read in one batch.
+    static let maxBatch = 64
+    /// The fewest users a batch takes when more are waiting.
+    static let minBatch = 4
+
+    /// How many of the waiting reads the next batch takes: half of one connection's share of the reads in the
+    /// loader (waiting, and out in batches), within `minBatch`…`maxBatch`.
+    /// Each connection then has a batch at PostgreSQL and the next one forming, and full batches never pile
+    /// onto one connection. Taking every waiting read instead, with 64 clients, the reads piling up behind a full
     /// batch went out as the next full one while the other connection carried single reads, and one PostgreSQL
-    /// backend did nearly all the work. Measured with 64 clients on two cores (`bench/entitlements/compare.sh`):
-    /// 10 gave 1.21× the reads/s of 64 (via 16), 1.03× those of 8 and 1.07× those of 6.
-    static let maxBatch = 10
+    /// backend did nearly all the work. Measured on two cores (`bench/entitlements/compare.sh`, cold): against
+    /// a fixed 10 (itself 1.21× the reads/s of taking all, with 64 clients), 1.099× with 16 clients, 1.003×
+    /// with 64 and 1.176× with 256 (where a fixed 64 gave 0.967× of this).
+    static func batchSize(waiting: Int, out: Int, connections: Int) -> Int {
+        min(waiting, min(maxBatch, max(minBatch, (waiting + out) / (2 * connections))))
+    }
 
     private let pool: PostgresPool
     private let store = UserSnapshotStore()
     private var waiting: [(userID: String, continuation: CheckedContinuation<UserSnapshot, any Error>)] = []
     private var batchesOut = 0
+    /// Reads in the batches out.
+    private var readsOut = 0
     /// Reads answered in a batch that also answered an earlier-queued read (for the metrics).
     private(set) var readsBatched = 0
 
@@ -39,9 +51,10 @@ final class UserSnapshotLoader {
     /// Sends the waiting reads as a batch when fewer batches than connections are out.
     private func sendIfFree() {
         guard !waiting.isEmpty, batchesOut < pool.size else { return }
-        let batch = Array(waiting.prefix(Self.maxBatch))
+        let batch = Array(waiting.prefix(Self.batchSize(waiting: waiting.count, out: readsOut, connections: pool.size)))
         waiting.removeFirst(batch.count)
         batchesOut += 1
+        readsOut += batch.count
         readsBatched += batch.count - 1
         Task.onLoop {
             var users: [String] = []
@@ -56,6 +69,7 @@ final class UserSnapshotLoader {
             // The connection is free again: the next batch is sent before this one's readers are resumed, so
             // PostgreSQL works on it while they evaluate and answer (they run after the send, in queue order).
             self.batchesOut -= 1
+            self.readsOut -= batch.count
             self.sendIfFree()
             await self.deliver(snapshots, to: batch)
         }
