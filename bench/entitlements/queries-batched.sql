@@ -1,5 +1,5 @@
 -- pgbench script for bench/entitlements/run.sh (`pgbatch` runs): what UserSnapshotLoader sends PostgreSQL for a
--- batch of entitlement reads, 10 random users (UserSnapshotLoader.maxBatch): the four statements of
+-- batch of entitlement reads, 10 random users (about what its batches hold with run.sh's 64 clients): the four statements of
 -- UserSnapshotStore once each for all of them (`user_id = ANY(...)`), with generic plans, in one read-only
 -- REPEATABLE READ transaction sent as one pipeline (one Sync, one round trip). A transaction is 10 reads.
 -- :users is set with `pgbench -D users=N`.

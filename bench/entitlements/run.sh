@@ -21,9 +21,9 @@
 #             4 or 8 (and vary from run to run), so the goal is judged against the best of them: what
 #             PostgreSQL does with these statements at its best.
 #   pgbatch   pgbench → PostgreSQL: what the service itself sends for cold reads, batches of 10 users
-#             (UserSnapshotLoader.maxBatch) with each table read once for all of them, queries-batched.sql,
-#             prepared, once per client count of PGBATCH_CLIENTS (the read pool's size and 4); its rate is
-#             counted in reads (10 per transaction). For information, not a goal: it shows what PostgreSQL
+#             (about what UserSnapshotLoader's batches hold with 64 clients) with each table read once for
+#             all of them, queries-batched.sql, prepared, once per client count of PGBATCH_CLIENTS (the read
+#             pool's size and 4); its rate is counted in reads (10 per transaction). For information, not a goal: it shows what PostgreSQL
 #             could do for the service with no HTTP, evaluation or answer in the way.
 #
 # Data: a throwaway PostgreSQL cluster in a temporary directory with fsync=off (nothing here needs durability;
