@@ -27,9 +27,12 @@ final class UserSnapshotLoader {
         min(waiting, min(maxBatch, max(minBatch, (waiting + out) / (2 * connections))))
     }
 
+    /// A caller's read: whose snapshot, and where to answer.
+    private typealias Read = (userID: String, continuation: CheckedContinuation<UserSnapshot, any Error>)
+
     private let pool: PostgresPool
     private let store = UserSnapshotStore()
-    private var waiting: [(userID: String, continuation: CheckedContinuation<UserSnapshot, any Error>)] = []
+    private var waiting: [Read] = []
     private var batchesOut = 0
     /// Reads in the batches out.
     private var readsOut = 0
@@ -57,9 +60,7 @@ final class UserSnapshotLoader {
         readsOut += batch.count
         readsBatched += batch.count - 1
         Task.onLoop {
-            var users: [String] = []
-            var seen: Set<String> = []
-            for (userID, _) in batch where seen.insert(userID).inserted { users.append(userID) }
+            let users = Array(Set(batch.map(\.userID)))  // a user asked for twice is read once
             let snapshots: Result<[String: UserSnapshot], any Error>
             do {
                 snapshots = .success(try await self.store.snapshots(of: users, on: self.pool))
@@ -75,10 +76,8 @@ final class UserSnapshotLoader {
         }
     }
 
-    private func deliver(
-        _ snapshots: Result<[String: UserSnapshot], any Error>,
-        to batch: [(userID: String, continuation: CheckedContinuation<UserSnapshot, any Error>)]
-    ) async {
+    /// Answers each read of `batch` from `snapshots`; when the batch failed, reads each user again alone.
+    private func deliver(_ snapshots: Result<[String: UserSnapshot], any Error>, to batch: [Read]) async {
         switch snapshots {
         case .success(let snapshots):
             for (userID, continuation) in batch { continuation.resume(returning: snapshots[userID]!) }

@@ -154,13 +154,10 @@ final class HTTPConnection: FinishBeforeWaiting {
         case .ready(let outcome):
             finish(request, outcome, route: route, started: started)
         case .pending(let work):
-            // Preferring the loop as task executor, the handler's awaits resume on the loop without a hop
-            // through the global executor's threads.
-            let handle: @Loop @Sendable () async -> Void = {
+            Task.onLoop {
                 let outcome = await work()
                 self.finish(request, outcome, route: route, started: started)
             }
-            Task.onLoop(handle)
         }
     }
 
