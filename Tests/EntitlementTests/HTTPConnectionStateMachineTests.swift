@@ -263,3 +263,29 @@ import Testing
         #expect(machine.handlerFinished(ok).first == .write(ok, Context(requestID: "r1", method: "GET", version: .http1_0, keepAlive: true)))
     }
 }
+
+/// Each event's actions as an array of their own, as these tests compare them (the connection appends them
+/// all to one list).
+private extension HTTPConnectionStateMachine {
+    mutating func collect(_ event: (inout Self, inout [Action]) -> Void) -> [Action] {
+        var actions: [Action] = []
+        event(&self, &actions)
+        return actions
+    }
+
+    mutating func connected() -> [Action] { collect { $0.connected(into: &$1) } }
+    mutating func refused(requestID: String) -> [Action] { collect { $0.refused(requestID: requestID, into: &$1) } }
+    mutating func messageBegin() -> [Action] { collect { $0.messageBegin(into: &$1) } }
+    mutating func receivedHead(_ head: HTTPRequestHead) -> [Action] { collect { $0.receivedHead(head, into: &$1) } }
+    mutating func receivedBody(_ bytes: [UInt8]) -> [Action] { collect { $0.receivedBody(bytes, into: &$1) } }
+    mutating func receivedEnd() -> [Action] { collect { $0.receivedEnd(into: &$1) } }
+    mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?) -> [Action] {
+        collect { $0.parseFailed(failure, requestID: requestID, method: method, into: &$1) }
+    }
+    mutating func handlerFinished(_ response: HTTPResponse) -> [Action] { collect { $0.handlerFinished(response, into: &$1) } }
+    mutating func writeCompleted() -> [Action] { collect { $0.writeCompleted(into: &$1) } }
+    mutating func timerFired(requestID: String) -> [Action] { collect { $0.timerFired(requestID: requestID, into: &$1) } }
+    mutating func peerEnded() -> [Action] { collect { $0.peerEnded(into: &$1) } }
+    mutating func ioFailed() -> [Action] { collect { $0.ioFailed(into: &$1) } }
+    mutating func shutdownRequested() -> [Action] { collect { $0.shutdownRequested(into: &$1) } }
+}

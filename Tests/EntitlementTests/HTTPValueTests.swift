@@ -149,8 +149,15 @@ import Testing
         #expect(RequestID.accept("abc") == "abc")
         #expect(RequestID.accept("has space") != "has space")
         #expect(RequestID.accept("") != "")
-        #expect(RequestID.accept(nil).count == 32)
-        #expect(RequestID.generate() != RequestID.generate())
+        #expect(RequestID.accept(nil).count == 15)
+        let generated = (0..<10_000).map { _ in RequestID.generate() }
+        #expect(Set(generated).count == generated.count)
+        let alphabet = Set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_")
+        #expect(generated.allSatisfy { $0.count == 15 && $0.allSatisfy(alphabet.contains) && RequestID.isSane($0) })
+        // All 64 digits turn up in every position: the bits are spread over the whole alphabet.
+        for position in 0..<15 {
+            #expect(Set(generated.map { Array($0)[position] }).count == 64, "position \(position)")
+        }
     }
 
     @Test func userIDsAreOneTo128PrintableCharacters() {

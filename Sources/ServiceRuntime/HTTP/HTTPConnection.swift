@@ -23,7 +23,8 @@ final class HTTPConnection: FinishBeforeWaiting {
     private var timerDue: UInt64?
     private lazy var onTimer: @Loop () -> Void = { [weak self] in self?.timerFired() }
 
-    /// Actions produced while others are being carried out: they run after those, in order.
+    /// The machine's actions not carried out yet, in order: one list for the connection's life, so events
+    /// cost no allocation.
     private var actions: [Action] = []
     private var executing = false
     /// Answers serialized during this loop iteration. They are written together just before the loop waits
@@ -55,30 +56,29 @@ final class HTTPConnection: FinishBeforeWaiting {
 
     /// Begins serving.
     func start() {
-        run(machine.connected())
+        machine.connected(into: &actions)
+        runActions()
     }
 
     /// Answers 503 at once and closes politely (the server is at its connection limit).
     func refuse() {
-        run(machine.refused(requestID: RequestID.generate()))
+        machine.refused(requestID: RequestID.generate(), into: &actions)
+        runActions()
     }
 
     /// Graceful shutdown: finish what was received, then close.
     func shutdown() {
-        run(machine.shutdownRequested())
+        machine.shutdownRequested(into: &actions)
+        runActions()
     }
 
     // MARK: - Carrying out actions
 
-    private func run(_ newActions: [Action]) {
-        guard !executing else {
-            actions.append(contentsOf: newActions)
-            return
-        }
+    /// Carries out the actions the machine appended, and those they lead to, in order; nothing when already
+    /// doing so (an action that reports an event, e.g. a handler answering at once, only appends).
+    private func runActions() {
+        guard !executing else { return }
         executing = true
-        for action in newActions where !closed {
-            execute(action)
-        }
         var index = 0
         while index < actions.count {
             let action = actions[index]
@@ -140,7 +140,7 @@ final class HTTPConnection: FinishBeforeWaiting {
             let request = UnsafeMutablePointer<uv_shutdown_t>.allocate(capacity: 1)
             if uv_shutdown(request, cuv_stream(handle), Self.onShutdown) != 0 {
                 request.deallocate()
-                run(machine.ioFailed())
+                ioFailed()
             }
         case .close:
             close()
@@ -168,9 +168,10 @@ final class HTTPConnection: FinishBeforeWaiting {
         server.observe(HTTPExchange(requestID: request.requestID, method: request.method, route: route,
                                     status: response?.status, nanoseconds: uv_hrtime() - started))
         if let response {
-            run(machine.handlerFinished(response))
+            machine.handlerFinished(response, into: &actions)
+            runActions()
         } else {
-            run(machine.ioFailed())
+            ioFailed()
         }
     }
 
@@ -183,7 +184,8 @@ final class HTTPConnection: FinishBeforeWaiting {
             timer.start(after: deadline - now, onTimer)
         } else {
             self.deadline = nil
-            run(machine.timerFired(requestID: RequestID.generate()))
+            machine.timerFired(requestID: RequestID.generate(), into: &actions)
+            runActions()
         }
     }
 
@@ -195,7 +197,7 @@ final class HTTPConnection: FinishBeforeWaiting {
         if status == 0 {
             reading = true
         } else {
-            run(machine.ioFailed())
+            ioFailed()
         }
     }
 
@@ -211,9 +213,10 @@ final class HTTPConnection: FinishBeforeWaiting {
                 if parsing { drainBuffered() }
             }
         } else if count == Int(UV_EOF.rawValue) {
-            run(machine.peerEnded())
+            machine.peerEnded(into: &actions)
+            runActions()
         } else if count < 0 {
-            run(machine.ioFailed())
+            ioFailed()
         }
     }
 
@@ -251,12 +254,24 @@ final class HTTPConnection: FinishBeforeWaiting {
 
     private func deliver(_ event: HTTPParserEvent) {
         switch event {
-        case .messageBegin: run(machine.messageBegin())
-        case .head(let head): run(machine.receivedHead(head))
-        case .body(let bytes): run(machine.receivedBody(bytes))
-        case .end: run(machine.receivedEnd())
-        case .failure(let failure, let requestID, let method): run(machine.parseFailed(failure, requestID: requestID, method: method))
+        case .messageBegin:
+            machine.messageBegin(into: &actions)
+        case .head(let head):
+            machine.receivedHead(head, into: &actions)
+        case .body(let bytes):
+            machine.receivedBody(bytes, into: &actions)
+        case .end:
+            machine.receivedEnd(into: &actions)
+        case .failure(let failure, let requestID, let method):
+            machine.parseFailed(failure, requestID: requestID, method: method, into: &actions)
         }
+        runActions()
+    }
+
+    /// Reading or writing failed: the machine closes the connection.
+    private func ioFailed() {
+        machine.ioFailed(into: &actions)
+        runActions()
     }
 
     // MARK: - Writing
@@ -282,7 +297,7 @@ final class HTTPConnection: FinishBeforeWaiting {
         }
         guard written >= 0 || written == UV_EAGAIN.rawValue else {
             outgoing = []
-            run(machine.ioFailed())
+            ioFailed()
             return
         }
         let rest = outgoing.count - Int(max(written, 0))
@@ -295,7 +310,7 @@ final class HTTPConnection: FinishBeforeWaiting {
         if status != 0 {
             copy.deallocate()
             request.deallocate()
-            run(machine.ioFailed())
+            ioFailed()
         } else {
             answersInFlight.append(answers)
         }
@@ -326,11 +341,12 @@ final class HTTPConnection: FinishBeforeWaiting {
 
     private func completeWrites(_ answers: Int, status: Int32) {
         guard status == 0 else {
-            run(machine.ioFailed())
+            ioFailed()
             return
         }
         for _ in 0..<answers {
-            run(machine.writeCompleted())
+            machine.writeCompleted(into: &actions)
+            runActions()
         }
     }
 
@@ -359,9 +375,13 @@ final class HTTPConnection: FinishBeforeWaiting {
 
     nonisolated private static let onRead: uv_read_cb = { stream, count, buffer in
         guard let stream, let data = stream.pointee.data else { return }
+        EventLoop.shared.checkIsolated()
         let connection = Unmanaged<HTTPConnection>.fromOpaque(data).takeUnretainedValue()
-        nonisolated(unsafe) let base = UnsafeRawPointer(buffer?.pointee.base)
-        Loop.assumeIsolated { connection.didRead(count, base) }
+        didRead((connection, count, UnsafeRawPointer(buffer?.pointee.base)))
+    }
+
+    nonisolated private static let didRead = Loop.callable { (read: (HTTPConnection, Int, UnsafeRawPointer?)) in
+        read.0.didRead(read.1, read.2)
     }
 
     nonisolated private static let onWrite: uv_write_cb = { request, status in

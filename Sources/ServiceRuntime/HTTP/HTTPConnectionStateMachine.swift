@@ -1,7 +1,8 @@
 /// The HTTP/1.1 protocol logic of one server connection, free of I/O: events in, actions out.
 ///
 /// The connection shell feeds it what happened (parser events, handler results, write completions, timer
-/// expiries, end of input) and carries out the actions it returns, in order. Requests are answered strictly
+/// expiries, end of input) and carries out the actions it appends to the shell's list (`into:`), in order: the
+/// shell keeps one list for the connection's life, so an event costs no allocation. Requests are answered strictly
 /// in the order they arrived, one handler at a time; later pipelined requests are parsed ahead but only up to
 /// `maxPendingRequests`, after which reading stops until the backlog shrinks.
 ///
@@ -100,115 +101,96 @@ struct HTTPConnectionStateMachine {
     // MARK: - Events
 
     /// A new connection was accepted and may be served.
-    mutating func connected() -> [Action] {
-        var actions: [Action] = []
+    mutating func connected(into actions: inout [Action]) {
         setReading(true, &actions)
         updateTimer(&actions)
-        return actions
     }
 
     /// A new connection was accepted over the connection limit: answer 503 (`Retry-After` one second) and
     /// close politely.
-    mutating func refused(requestID: String) -> [Action] {
-        var actions: [Action] = []
+    mutating func refused(requestID: String, into actions: inout [Action]) {
         let problem = ProblemError.unavailable("The server is at its connection limit; retry shortly.", retryAfterSeconds: 1)
         reject(problem, ResponseContext(requestID: requestID, method: "-", version: .http1_1, keepAlive: false), &actions)
-        return actions
     }
 
     /// The first byte of a request arrived.
-    mutating func messageBegin() -> [Action] {
-        guard lifecycle == .open, case .idle = input else { return [] }
+    mutating func messageBegin(into actions: inout [Action]) {
+        guard lifecycle == .open, case .idle = input else { return }
         input = .head
         anyRequestBegun = true
-        var actions: [Action] = []
         updateTimer(&actions)
-        return actions
     }
 
     /// The request's head is complete.
-    mutating func receivedHead(_ head: HTTPRequestHead) -> [Action] {
-        guard lifecycle == .open, case .head = input else { return [] }
-        var actions: [Action] = []
+    mutating func receivedHead(_ head: HTTPRequestHead, into actions: inout [Action]) {
+        guard lifecycle == .open, case .head = input else { return }
         if let length = head.contentLength, length > configuration.maxBodyBytes {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
-            return actions
+            return
         }
         input = .body(head, [])
         if head.expectsContinue && queue.isEmpty && running == nil {
             writesInFlight += 1
             actions.append(.writeContinue)
         }
-        return actions
     }
 
     /// A piece of the body arrived.
-    mutating func receivedBody(_ bytes: [UInt8]) -> [Action] {
-        guard lifecycle == .open, case .body(let head, var body) = input else { return [] }
+    mutating func receivedBody(_ bytes: [UInt8], into actions: inout [Action]) {
+        guard lifecycle == .open, case .body(let head, var body) = input else { return }
         input = .ignoring  // drop the enum's reference so the append below does not copy the body
-        var actions: [Action] = []
         guard body.count + bytes.count <= configuration.maxBodyBytes else {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
-            return actions
+            return
         }
         body.append(contentsOf: bytes)
         input = .body(head, body)
         actions.append(.armTimer(.request))
-        return actions
     }
 
     /// The request is complete.
-    mutating func receivedEnd() -> [Action] {
-        guard lifecycle == .open, case .body(let head, let body) = input else { return [] }
+    mutating func receivedEnd(into actions: inout [Action]) {
+        guard lifecycle == .open, case .body(let head, let body) = input else { return }
         input = .idle
-        var actions: [Action] = []
         queue.append(.request(HTTPRequest(head: head, body: body), Self.context(head)))
         if !head.keepAlive {
             beginClosing(&actions)
         }
         advance(&actions)
-        return actions
     }
 
     /// The input is not an acceptable request.
-    mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?) -> [Action] {
-        guard lifecycle == .open else { return [] }
-        var actions: [Action] = []
+    mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?, into actions: inout [Action]) {
+        guard lifecycle == .open else { return }
         let version: HTTPVersion
         if case .body(let head, _) = input { version = head.version } else { version = .http1_1 }
         reject(failure.problem, ResponseContext(requestID: requestID, method: method ?? "-", version: version, keepAlive: false), &actions)
-        return actions
     }
 
     /// The handler of the running request answered.
-    mutating func handlerFinished(_ response: HTTPResponse) -> [Action] {
-        guard lifecycle == .open || lifecycle == .closing, var context = running else { return [] }
+    mutating func handlerFinished(_ response: HTTPResponse, into actions: inout [Action]) {
+        guard lifecycle == .open || lifecycle == .closing, var context = running else { return }
         running = nil
-        var actions: [Action] = []
         context.keepAlive = context.keepAlive && (lifecycle == .open || !queue.isEmpty)
         writesInFlight += 1
         actions.append(.write(response, context))
         advance(&actions)
-        return actions
     }
 
     /// A write issued by `write`, `reject` or `writeContinue` finished.
-    mutating func writeCompleted() -> [Action] {
-        guard lifecycle != .closed else { return [] }
+    mutating func writeCompleted(into actions: inout [Action]) {
+        guard lifecycle != .closed else { return }
         writesInFlight -= 1
-        var actions: [Action] = []
-        if lifecycle == .lingering { return actions }
+        if lifecycle == .lingering { return }
         applyBackpressure(&actions)
         finishIfDone(&actions)
         updateTimer(&actions)
-        return actions
     }
 
     /// The timer fired. `requestID` names the 408 answer if a stalled request gets one.
-    mutating func timerFired(requestID: String) -> [Action] {
-        guard let kind = timer else { return [] }
+    mutating func timerFired(requestID: String, into actions: inout [Action]) {
+        guard let kind = timer else { return }
         timer = nil
-        var actions: [Action] = []
         switch kind {
         case .request:
             switch input {
@@ -228,13 +210,11 @@ struct HTTPConnectionStateMachine {
         case .idle, .linger:
             closeNow(&actions)
         }
-        return actions
     }
 
     /// The peer ended its side of the connection (EOF). Complete requests are still answered.
-    mutating func peerEnded() -> [Action] {
+    mutating func peerEnded(into actions: inout [Action]) {
         peerClosed = true
-        var actions: [Action] = []
         switch lifecycle {
         case .closed:
             break
@@ -245,30 +225,25 @@ struct HTTPConnectionStateMachine {
             finishIfDone(&actions)
             updateTimer(&actions)
         }
-        return actions
     }
 
     /// Reading or writing failed (reset, broken pipe): nothing more can be delivered.
-    mutating func ioFailed() -> [Action] {
-        guard lifecycle != .closed else { return [] }
-        var actions: [Action] = []
+    mutating func ioFailed(into actions: inout [Action]) {
+        guard lifecycle != .closed else { return }
         closeNow(&actions)
-        return actions
     }
 
     /// The server shuts down: finish the requests already received, then close. A request still being
     /// received is dropped; with nothing to answer the connection closes at once.
-    mutating func shutdownRequested() -> [Action] {
-        guard lifecycle == .open else { return [] }
-        var actions: [Action] = []
+    mutating func shutdownRequested(into actions: inout [Action]) {
+        guard lifecycle == .open else { return }
         if queue.isEmpty && running == nil && writesInFlight == 0 {
             closeNow(&actions)
-            return actions
+            return
         }
         beginClosing(&actions)
         finishIfDone(&actions)
         updateTimer(&actions)
-        return actions
     }
 
     // MARK: - Internals

@@ -7,6 +7,11 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
 
     public init() {}
 
+    /// Empty, with room for `capacity` fields: one allocation for the usual handful, not one per growth.
+    public init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     public init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { add(name, value) }
     }

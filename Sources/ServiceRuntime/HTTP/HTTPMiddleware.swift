@@ -50,6 +50,15 @@ public enum HTTPAnswer {
         }
     }
 
+    /// The ready response, moved out; nil when the answer is pending or an abort. `self` is left holding an
+    /// empty response, so the caller has the only reference to the one returned: changing it (a header
+    /// field) writes in place instead of copying its storage.
+    public mutating func takeReadyResponse() -> HTTPResponse? {
+        guard case .ready(.success(let response)) = self else { return nil }
+        self = .ready(.success(HTTPResponse()))
+        return response
+    }
+
     /// The same answer with `transform` applied to its response (an abort stays an abort): at once when it
     /// is ready, when it comes when it is pending.
     public func map(_ transform: @escaping @Loop (HTTPResponse) -> HTTPResponse) -> HTTPAnswer {

@@ -90,7 +90,7 @@ final class HTTPRequestParser {
         url.removeAll(keepingCapacity: true)
         field.removeAll(keepingCapacity: true)
         value.removeAll(keepingCapacity: true)
-        headers = HTTPHeaders()
+        headers = HTTPHeaders(capacity: 8)
         inValue = false
         headComplete = false
         headerBytes = 0

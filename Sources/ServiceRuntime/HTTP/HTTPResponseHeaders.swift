@@ -8,8 +8,8 @@ public struct HTTPResponseHeaders: HTTPMiddleware {
     }
 
     public func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
-        let answer = next(request, context)
-        if case .ready(.success(var response)) = answer {  // no closure to allocate for a ready answer
+        var answer = next(request, context)
+        if var response = answer.takeReadyResponse() {  // no closure to allocate for a ready answer
             apply(to: &response)
             return .response(response)
         }

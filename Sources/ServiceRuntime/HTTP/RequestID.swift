@@ -21,21 +21,28 @@ enum RequestID {
     private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
     private static let step: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-    /// 32 lowercase hex digits: two consecutive splitmix64 outputs. Unique and unguessable enough to
-    /// correlate logs; not a secret.
+    /// The digits of a generated id, six bits each.
+    private static let digits: StaticString = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
+
+    /// 15 characters of `[0-9A-Za-z_-]`, 90 bits of two consecutive splitmix64 outputs: the first 64 bits are
+    /// one output whole, so ids never repeat within a process. Fifteen is as long as a Swift string is kept
+    /// inline, so an id costs no allocation and no reference counting wherever it is copied. Unique and
+    /// unguessable enough to correlate logs; not a secret.
     static func generate() -> String {
         let first = state.wrappingAdd(2 &* step, ordering: .relaxed).newValue
         let high = mix(first &- step)
         let low = mix(first)
-        return String(unsafeUninitializedCapacity: 32) { buffer in
-            let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 15) { buffer in
             let table = digits.utf8Start
-            for index in 0..<16 {
-                let shift = UInt64(60 - 4 * index)
-                buffer[index] = table[Int(truncatingIfNeeded: (high >> shift) & 0xF)]
-                buffer[16 + index] = table[Int(truncatingIfNeeded: (low >> shift) & 0xF)]
+            func digit(_ value: UInt64) -> UInt8 { table[Int(truncatingIfNeeded: value & 0x3F)] }
+            for index in 0..<10 {
+                buffer[index] = digit(high >> UInt64(58 - 6 * index))
             }
-            return 32
+            buffer[10] = digit(high << 2 | low >> 62)
+            for index in 0..<4 {
+                buffer[11 + index] = digit(low >> UInt64(56 - 6 * index))
+            }
+            return 15
         }
     }
 

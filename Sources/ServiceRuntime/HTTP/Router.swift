@@ -139,7 +139,16 @@ public final class Router: RouteRegistrar {
 
     nonisolated private static func match(method: String, path bytes: UnsafeBufferPointer<UInt8>, _ entries: [Entry],
                                           _ parameterEntries: [[Int]]) -> Match {
-        let parts = Self.split(bytes)
+        // The segments' ranges in a temporary buffer (on the stack for any sane path), not an array per request.
+        let count = bytes.reduce(1) { $1 == UInt8(ascii: "/") ? $0 + 1 : $0 }
+        return withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { buffer in
+            split(bytes, into: buffer)
+            return match(method: method, path: bytes, parts: UnsafeBufferPointer(buffer), entries, parameterEntries)
+        }
+    }
+
+    nonisolated private static func match(method: String, path bytes: UnsafeBufferPointer<UInt8>, parts: UnsafeBufferPointer<Range<Int>>,
+                                          _ entries: [Entry], _ parameterEntries: [[Int]]) -> Match {
         // An all-literal pattern that matches is the path itself, found above for the method when it has one.
         let candidates = parts.count < parameterEntries.count ? parameterEntries[parts.count] : []
         // Through a buffer: its elements are read in place, where the array's would be copied (each field retained).
@@ -164,7 +173,7 @@ public final class Router: RouteRegistrar {
     /// The index of the most specific of `candidates` whose pattern matches the path (`bytes` split into
     /// `parts`) for `method` (`HEAD` falling back to `GET`).
     nonisolated private static func best(in entries: UnsafeBufferPointer<Entry>, _ candidates: [Int], method: String,
-                             _ bytes: UnsafeBufferPointer<UInt8>, _ parts: [Range<Int>]) -> Int? {
+                             _ bytes: UnsafeBufferPointer<UInt8>, _ parts: UnsafeBufferPointer<Range<Int>>) -> Int? {
         var best: Int?
         var bestForGet: Int?
         for index in candidates where matches(entries[index].segments, bytes, parts) {
@@ -180,20 +189,21 @@ public final class Router: RouteRegistrar {
         return isMoreSpecific(entries[index].segments, than: entries[current].segments)
     }
 
-    /// The ranges of the `/`-separated segments of `bytes`, empty ones included.
-    nonisolated private static func split(_ bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
-        var parts: [Range<Int>] = []
-        parts.reserveCapacity(8)
+    /// Fills `parts` with the ranges of the `/`-separated segments of `bytes`, empty ones included: one more
+    /// than the slashes, which is `parts.count`.
+    nonisolated private static func split(_ bytes: UnsafeBufferPointer<UInt8>, into parts: UnsafeMutableBufferPointer<Range<Int>>) {
+        var part = 0
         var start = 0
         for index in bytes.indices where bytes[index] == UInt8(ascii: "/") {
-            parts.append(start..<index)
+            parts.initializeElement(at: part, to: start..<index)
+            part += 1
             start = index + 1
         }
-        parts.append(start..<bytes.count)
-        return parts
+        parts.initializeElement(at: part, to: start..<bytes.count)
     }
 
-    nonisolated private static func matches(_ segments: [Segment], _ bytes: UnsafeBufferPointer<UInt8>, _ parts: [Range<Int>]) -> Bool {
+    nonisolated private static func matches(_ segments: [Segment], _ bytes: UnsafeBufferPointer<UInt8>,
+                                            _ parts: UnsafeBufferPointer<Range<Int>>) -> Bool {
         guard segments.count == parts.count else { return false }
         for (segment, part) in zip(segments, parts) {
             switch segment {

@@ -44,7 +44,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         uv_prepare_start(beforeWaitingHandle) { handle in
             if let data = handle?.pointee.data {
                 let loop = Unmanaged<EventLoop>.fromOpaque(data).takeUnretainedValue()
-                Loop.assumeIsolated { loop.finishQueued() }
+                loop.checkIsolated()
+                EventLoop.finishQueuedOnLoop(loop)
             }
             Log.flush()
         }
@@ -126,6 +127,8 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         finishing.append(object)
     }
 
+    private static let finishQueuedOnLoop = Loop.callable { (loop: EventLoop) in loop.finishQueued() }
+
     /// Calls `finishBeforeWaiting` on everything queued, and on what those calls queue in turn.
     @Loop private func finishQueued() {
         while !finishing.isEmpty {
@@ -176,5 +179,14 @@ public actor Loop {
         return try withoutActuallyEscaping(operation) { isolated in
             try unsafeBitCast(isolated, to: Plain.self)()
         }
+    }
+
+    /// `operation` as a plain function, for a C callback on the loop thread to call after
+    /// `EventLoop.shared.checkIsolated()` (typed `@Sendable` so a static can hold it: only that check makes
+    /// calling it safe). Made once (kept in a static), it costs nothing per call, where
+    /// `assumeIsolated(_:)` allocates a context for its closure every time: for callbacks that run once per
+    /// request or more (a socket read).
+    public static func callable<Argument>(_ operation: @escaping @Loop (Argument) -> Void) -> @Sendable (Argument) -> Void {
+        unsafeBitCast(operation, to: (@Sendable (Argument) -> Void).self)
     }
 }
