@@ -21,7 +21,10 @@ final class HTTPConnection: FinishBeforeWaiting {
     /// (a request starting on an idle connection): a later or cancelled deadline is noticed when it fires,
     /// so most requests cost no timer call at all.
     private var timerDue: UInt64?
-    private lazy var onTimer: @Loop () -> Void = { [weak self] in self?.timerFired() }
+    /// Unowned, not weak: a weak reference would give the connection a side table, and every retain and
+    /// release of it (several per request) would take the runtime's slow path. The timer drops this closure
+    /// when the connection closes, before the connection can go away.
+    private lazy var onTimer: @Loop () -> Void = { [unowned self] in self.timerFired() }
 
     /// The machine's actions not carried out yet, in order: one list for the connection's life, so events
     /// cost no allocation.

@@ -1,20 +1,43 @@
 /// The request line and header block of one request, as the parser hands it to the connection's machine.
-struct HTTPRequestHead: Sendable, Equatable {
-    var method: String
+///
+/// A class, read-only: the head travels from the parser's events into the machine's state and on into the
+/// request, and each copy costs one reference count instead of one per field.
+final class HTTPRequestHead: Sendable, Equatable {
+    let method: String
     /// Raw path, without the query.
-    var path: String
-    var rawQuery: String
-    var query: [String: String]
-    var headers: HTTPHeaders
-    var version: HTTPVersion
+    let path: String
+    let rawQuery: String
+    let query: [String: String]
+    let headers: HTTPHeaders
+    let version: HTTPVersion
     /// False when this must be the connection's last request (`Connection: close`, HTTP/1.0 without
     /// keep-alive, an upgrade attempt).
-    var keepAlive: Bool
+    let keepAlive: Bool
     /// The client sent `Expect: 100-continue` and waits for our go-ahead before sending the body.
-    var expectsContinue: Bool
+    let expectsContinue: Bool
     /// The declared `Content-Length`, when there is one.
-    var contentLength: Int?
-    var requestID: String
+    let contentLength: Int?
+    let requestID: String
+
+    init(method: String, path: String, rawQuery: String, query: [String: String], headers: HTTPHeaders, version: HTTPVersion,
+         keepAlive: Bool, expectsContinue: Bool, contentLength: Int?, requestID: String) {
+        self.method = method
+        self.path = path
+        self.rawQuery = rawQuery
+        self.query = query
+        self.headers = headers
+        self.version = version
+        self.keepAlive = keepAlive
+        self.expectsContinue = expectsContinue
+        self.contentLength = contentLength
+        self.requestID = requestID
+    }
+
+    static func == (a: HTTPRequestHead, b: HTTPRequestHead) -> Bool {
+        a === b || (a.method == b.method && a.path == b.path && a.rawQuery == b.rawQuery && a.query == b.query
+            && a.headers == b.headers && a.version == b.version && a.keepAlive == b.keepAlive
+            && a.expectsContinue == b.expectsContinue && a.contentLength == b.contentLength && a.requestID == b.requestID)
+    }
 }
 
 /// The protocol version of a request.

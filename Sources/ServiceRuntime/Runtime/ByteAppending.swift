@@ -1,8 +1,10 @@
 extension Array where Element == UInt8 {
-    /// Appends the UTF-8 bytes of `text` in one copy.
+    /// Appends the UTF-8 bytes of `text` in one copy (from its storage in place: no copy of the string, so no
+    /// reference counting, for a native one).
     mutating func append(utf8 text: String) {
-        var text = text
-        text.withUTF8 { append(contentsOf: $0) }
+        if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil {
+            append(contentsOf: text.utf8)
+        }
     }
 
     /// Appends the bytes of a literal.
