@@ -1,43 +1,20 @@
 /// The request line and header block of one request, as the parser hands it to the connection's machine.
-///
-/// A class, read-only: the head travels from the parser's events into the machine's state and on into the
-/// request, and each copy costs one reference count instead of one per field.
-final class HTTPRequestHead: Sendable, Equatable {
-    let method: String
+struct HTTPRequestHead: Sendable, Equatable {
+    var method: String
     /// Raw path, without the query.
-    let path: String
-    let rawQuery: String
-    let query: [String: String]
-    let headers: HTTPHeaders
-    let version: HTTPVersion
+    var path: String
+    var rawQuery: String
+    var query: [String: String]
+    var headers: HTTPHeaders
+    var version: HTTPVersion
     /// False when this must be the connection's last request (`Connection: close`, HTTP/1.0 without
     /// keep-alive, an upgrade attempt).
-    let keepAlive: Bool
+    var keepAlive: Bool
     /// The client sent `Expect: 100-continue` and waits for our go-ahead before sending the body.
-    let expectsContinue: Bool
+    var expectsContinue: Bool
     /// The declared `Content-Length`, when there is one.
-    let contentLength: Int?
-    let requestID: String
-
-    init(method: String, path: String, rawQuery: String, query: [String: String], headers: HTTPHeaders, version: HTTPVersion,
-         keepAlive: Bool, expectsContinue: Bool, contentLength: Int?, requestID: String) {
-        self.method = method
-        self.path = path
-        self.rawQuery = rawQuery
-        self.query = query
-        self.headers = headers
-        self.version = version
-        self.keepAlive = keepAlive
-        self.expectsContinue = expectsContinue
-        self.contentLength = contentLength
-        self.requestID = requestID
-    }
-
-    static func == (a: HTTPRequestHead, b: HTTPRequestHead) -> Bool {
-        a === b || (a.method == b.method && a.path == b.path && a.rawQuery == b.rawQuery && a.query == b.query
-            && a.headers == b.headers && a.version == b.version && a.keepAlive == b.keepAlive
-            && a.expectsContinue == b.expectsContinue && a.contentLength == b.contentLength && a.requestID == b.requestID)
-    }
+    var contentLength: Int?
+    var requestID: String
 }
 
 /// The protocol version of a request.

@@ -30,16 +30,19 @@ public struct HTTPResponse: Sendable, Equatable {
 
     /// A body already encoded as JSON (`application/json`), such as one written by hand or kept from before.
     public static func json(encoded body: [UInt8], status: Int = 200) -> HTTPResponse {
-        var headers = HTTPHeaders(capacity: 4)  // room for what middleware adds (`Cache-Control`)
-        headers.add("Content-Type", "application/json")
-        return HTTPResponse(status: status, headers: headers, body: body)
+        HTTPResponse(status: status, headers: headers(contentType: "application/json"), body: body)
     }
 
     /// A text body with the given content type.
     public static func text(_ text: String, contentType: String = "text/plain; charset=utf-8", status: Int = 200) -> HTTPResponse {
-        var headers = HTTPHeaders(capacity: 4)  // room for what middleware adds (`Cache-Control`)
+        HTTPResponse(status: status, headers: headers(contentType: contentType), body: Array(text.utf8))
+    }
+
+    /// `Content-Type`, with room for what middleware adds (`Cache-Control`) without growing the list.
+    private static func headers(contentType: String) -> HTTPHeaders {
+        var headers = HTTPHeaders(capacity: 4)
         headers.add("Content-Type", contentType)
-        return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+        return headers
     }
 
     private static func makeEncoder() -> JSONEncoder {
