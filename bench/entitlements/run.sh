@@ -4,6 +4,9 @@
 #   hot       wrk → entitlement-service, every user in its cache (ENTITLEMENT_CACHE_SIZE ≥ USERS, filled by the
 #             warm-up): a random user per request (entitlements.lua), app key. Compared with `reference`: the
 #             minimal C server of bench/http/reference.c answering GET /healthz, on the same core.
+#   reference-sized  the same C server with its /healthz body padded to the mean length of the service's answers
+#             (REFERENCE_BODY_BYTES, measured over 200 random users before the runs): the floor for an answer as long
+#             as the service's, for information beside the goal's ratio.
 #   cold      the same with `?at=` (a read at an instant never comes from the cache): wrk → entitlement-service
 #             → PostgreSQL. Compared with `pgbench`, below.
 #   staleness a write (a grant, every 10th a revocation) answered by one service instance, then reads of that
@@ -159,6 +162,22 @@ REFERENCE_PORT=$(free_port)
 PORT=$REFERENCE_PORT LISTEN_ADDR=127.0.0.1 taskset -c "$SERVICE_CPU" "$WORK/reference" >/dev/null 2>&1 &
 OTHER_PIDS+=($!)
 wait_healthy "$REFERENCE_PORT" $!
+# The mean length of the answers the hot runs read, over 200 random users; the sized reference answers as long.
+ANSWER_BYTES=$(python3 - "$SERVICE_PORT" "$API_KEY" "$USERS" <<'PY'
+import http.client, random, sys
+port, key, users = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+connection = http.client.HTTPConnection("127.0.0.1", port)
+sizes = []
+for _ in range(200):
+    connection.request("GET", f"/v1/users/{random.randint(1, users)}/entitlements", headers={"Authorization": f"Bearer {key}"})
+    sizes.append(len(connection.getresponse().read()))
+print(round(sum(sizes) / len(sizes)))
+PY
+)
+SIZED_PORT=$(free_port)
+PORT=$SIZED_PORT LISTEN_ADDR=127.0.0.1 REFERENCE_BODY_BYTES=$ANSWER_BYTES taskset -c "$SERVICE_CPU" "$WORK/reference" >/dev/null 2>&1 &
+OTHER_PIDS+=($!)
+wait_healthy "$SIZED_PORT" $!
 # A sample answer (a user with every kind of source), kept for a look at what the benchmark reads.
 curl -fsS -H "Authorization: Bearer $API_KEY" "http://127.0.0.1:$SERVICE_PORT/v1/users/1050/entitlements" \
     >"$OUT/sample-1050.json" || { echo "the entitlements route failed for user 1050" >&2; exit 1; }
@@ -188,6 +207,8 @@ run_wrk() {
         wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency -s "$HERE/entitlements.lua" "http://127.0.0.1:$SERVICE_PORT" >"$WORK/wrk.out" ;;
     reference) taskset -c "$CLIENT_CPU" \
         wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "http://127.0.0.1:$REFERENCE_PORT/healthz" >"$WORK/wrk.out" ;;
+    reference-sized) taskset -c "$CLIENT_CPU" \
+        wrk -t1 -c"$CONNECTIONS" -d"$1s" --latency "http://127.0.0.1:$SIZED_PORT/healthz" >"$WORK/wrk.out" ;;
     esac
     times >"$WORK/times.out"
     cpu=$(children_cpu "$WORK/times.out")
@@ -253,7 +274,7 @@ run() {
     esac
 }
 
-NAMES=(hot reference cold)
+NAMES=(hot reference reference-sized cold)
 for mode in "${MODES[@]}"; do
     for clients in "${PGBENCH_COUNTS[@]}"; do NAMES+=("pgbench-$mode-c$clients"); done
 done
@@ -267,6 +288,7 @@ cat <<EOF
 entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per run, $ROUNDS rounds (${NAMES[*]} in turn)
   hot:       wrk -t1 -c$CONNECTIONS → entitlement-service, answers from its cache (ENTITLEMENT_CACHE_SIZE=$CACHE_SIZE)
   reference: wrk -t1 -c$CONNECTIONS → bench/http/reference.c, GET /healthz, on the service's CPU
+  reference-sized: the same, its body padded to $ANSWER_BYTES bytes (the mean length of the service's answers)
   cold:      wrk -t1 -c$CONNECTIONS → entitlement-service ?at=$AT (read pool $READ_POOL_SIZE) → PostgreSQL
   staleness: $STALE_SAMPLES writes per round on one instance, polled on a second instance until visible
   pgbench:   pgbench -M {${MODES[*]}} -c{${PGBENCH_COUNTS[*]}} -j1, the same 4 statements in one pipeline per transaction
@@ -325,6 +347,8 @@ def verdict(met):
     return "met" if met else "NOT met"
 hot = median("hot", 1) / median("reference", 1)
 print(f"hot:       ratio hot req/s / reference req/s: {hot:.3f} (goal >= 0.7: {verdict(hot >= 0.7)})")
+print(f"hot:       ratio hot req/s / reference-sized req/s: {median('hot', 1) / median('reference-sized', 1):.3f} "
+      "(the C server answering as many bytes; for information)")
 pgbench = [name for name in names if name.startswith("pgbench-")]
 headline = [name for name in pgbench if name.rsplit("-c", 1)[0] == pgbench[0].rsplit("-c", 1)[0]]
 best = max(headline, key=lambda name: median(name, 1))
@@ -338,6 +362,9 @@ for name in (name for name in names if name.startswith("pgbatch-")):
 service_cpu, pg_cpu = (median("cold", column) / 100 / median("cold", 1) * 1e6 for column in (4, 5))
 print(f"cold CPU:  per read, service {service_cpu:.0f} us, PostgreSQL {pg_cpu:.0f} us: ratio {service_cpu / pg_cpu:.2f} "
       f"(goal <= 0.5: {verdict(service_cpu / pg_cpu <= 0.5)})")
+reference_pg = median(best, 5) / 100 / median(best, 1) * 1e6
+print(f"cold CPU:  per read, service {service_cpu:.0f} us, PostgreSQL {reference_pg:.0f} us for the read as {best} sends it "
+      f"(one user's four statements): ratio {service_cpu / reference_pg:.2f} (for information: the service sends PostgreSQL less work)")
 p50, p99, worst = (statistics.median(row[i] for row in stale) for i in range(3))
 print(f"staleness: median over rounds of p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal < 1000: {verdict(p99 < 1000)}), "
       f"max {max(row[2] for row in stale):.1f} ms; {int(sum(row[3] for row in stale))} writes")

@@ -5,6 +5,8 @@
  * uv_write). No logging, no metrics, no timeouts: the floor our server is measured against.
  *
  * Listens on LISTEN_ADDR (default 127.0.0.1) and PORT (default 8080), like entitlement-service.
+ * REFERENCE_BODY_BYTES=N (more than 15) pads the body to N bytes ({"status":"ok","padding":"xx…"}), so that
+ * bench/entitlements can also measure the floor for an answer as long as its own.
  */
 #include <http_parser.h>
 #include <stdio.h>
@@ -12,10 +14,9 @@
 #include <string.h>
 #include <uv.h>
 
-static const char OK[] =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}";
-static const char OK_CLOSE[] =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\nConnection: close\r\n\r\n{\"status\":\"ok\"}";
+/* The /healthz answers, keep-alive and closing, made once in main. */
+static char *OK, *OK_CLOSE;
+static size_t OK_LENGTH, OK_CLOSE_LENGTH;
 static const char NOT_FOUND[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 static const char NOT_FOUND_CLOSE[] = "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
@@ -88,10 +89,20 @@ static int on_message_complete(http_parser *parser) {
     int healthz = parser->method == HTTP_GET && connection->url_length == 8 && memcmp(connection->url, "/healthz", 8) == 0;
     connection->closing = !keep_alive;
     if (healthz)
-        respond(connection, keep_alive ? OK : OK_CLOSE, keep_alive ? sizeof OK - 1 : sizeof OK_CLOSE - 1);
+        respond(connection, keep_alive ? OK : OK_CLOSE, keep_alive ? OK_LENGTH : OK_CLOSE_LENGTH);
     else
         respond(connection, keep_alive ? NOT_FOUND : NOT_FOUND_CLOSE, keep_alive ? sizeof NOT_FOUND - 1 : sizeof NOT_FOUND_CLOSE - 1);
     return 0;
+}
+
+/* The answer with BODY, keep-alive or closing, in newly allocated memory; its length in *length. */
+static char *answer(const char *body, int closing, size_t *length) {
+    size_t size = strlen(body) + 128;
+    char *bytes = malloc(size);
+    int written = snprintf(bytes, size, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s\r\n%s",
+                           strlen(body), closing ? "Connection: close\r\n" : "", body);
+    *length = (size_t)written;
+    return bytes;
 }
 
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buffer) {
@@ -129,6 +140,21 @@ static void on_connection(uv_stream_t *server, int status) {
 int main(void) {
     const char *host = getenv("LISTEN_ADDR") ? getenv("LISTEN_ADDR") : "127.0.0.1";
     int port = getenv("PORT") ? atoi(getenv("PORT")) : 8080;
+    const char *padded = getenv("REFERENCE_BODY_BYTES");
+    size_t body_bytes = padded ? (size_t)atol(padded) : 0;
+    char *body;
+    if (body_bytes > 15 + 13) {
+        /* {"status":"ok","padding":"…"}: 28 bytes around the padding. */
+        body = malloc(body_bytes + 1);
+        strcpy(body, "{\"status\":\"ok\",\"padding\":\"");
+        memset(body + 26, 'x', body_bytes - 28);
+        strcpy(body + body_bytes - 2, "\"}");
+    } else {
+        body = strdup("{\"status\":\"ok\"}");
+    }
+    OK = answer(body, 0, &OK_LENGTH);
+    OK_CLOSE = answer(body, 1, &OK_CLOSE_LENGTH);
+    free(body);
     loop = uv_default_loop();
     http_parser_settings_init(&settings);
     settings.on_message_begin = on_message_begin;
