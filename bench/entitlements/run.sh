@@ -34,7 +34,7 @@
 # (non-consumables, subscription chains and their subscriptions rows, coin packs and balances, season passes,
 # grants), then VACUUM ANALYZE; catalog products.json.
 #
-# Fairness: runs alternate (hot, reference, cold, pgbench modes…, staleness, hot, …) so drift and other work on the machine hit all
+# Fairness: runs alternate (hot, reference, reference-sized, cold, pgbench modes…, staleness, hot, …) so drift and other work on the machine hit all
 # alike; every run has the same client count and duration; the client (wrk or pgbench, one thread) runs on
 # CLIENT_CPU, PostgreSQL on PG_CPUS, the service on SERVICE_CPU, identically for every run (while pgbench
 # runs, the service idles and PostgreSQL has its CPU). Prints each run's throughput and p99 latency (wrk

@@ -5,8 +5,9 @@
  * uv_write). No logging, no metrics, no timeouts: the floor our server is measured against.
  *
  * Listens on LISTEN_ADDR (default 127.0.0.1) and PORT (default 8080), like entitlement-service.
- * REFERENCE_BODY_BYTES=N (more than 15) pads the body to N bytes ({"status":"ok","padding":"xx…"}), so that
- * bench/entitlements can also measure the floor for an answer as long as its own.
+ * REFERENCE_BODY_BYTES=N (at least 28) pads the body to N bytes ({"status":"ok","padding":"xx…"}), so that
+ * bench/entitlements can also measure the floor for an answer as long as its own; below 28 the body stays
+ * {"status":"ok"}.
  */
 #include <http_parser.h>
 #include <stdio.h>
@@ -142,13 +143,14 @@ int main(void) {
     int port = getenv("PORT") ? atoi(getenv("PORT")) : 8080;
     const char *padded = getenv("REFERENCE_BODY_BYTES");
     size_t body_bytes = padded ? (size_t)atol(padded) : 0;
+    static const char PAD_OPEN[] = "{\"status\":\"ok\",\"padding\":\"", PAD_CLOSE[] = "\"}";
+    size_t around = sizeof PAD_OPEN - 1 + sizeof PAD_CLOSE - 1;
     char *body;
-    if (body_bytes > 15 + 13) {
-        /* {"status":"ok","padding":"…"}: 28 bytes around the padding. */
+    if (body_bytes >= around) {
         body = malloc(body_bytes + 1);
-        strcpy(body, "{\"status\":\"ok\",\"padding\":\"");
-        memset(body + 26, 'x', body_bytes - 28);
-        strcpy(body + body_bytes - 2, "\"}");
+        strcpy(body, PAD_OPEN);
+        memset(body + sizeof PAD_OPEN - 1, 'x', body_bytes - around);
+        strcpy(body + body_bytes - (sizeof PAD_CLOSE - 1), PAD_CLOSE);
     } else {
         body = strdup("{\"status\":\"ok\"}");
     }
