@@ -118,10 +118,14 @@ struct SubmissionStore {
     }
 
     /// How many submissions await a final answer (pending or failed, so retried), and the age in seconds of
-    /// the oldest of them (0 when there is none).
+    /// the oldest of them (0 when there is none). The age is taken against `clock_timestamp()`, read after the
+    /// statement's snapshot, not `now()`: a statement's start may precede the start of a transaction whose
+    /// row its later snapshot sees, which made a just-stored submission's age negative; `greatest` keeps a
+    /// wall clock stepped back from doing the same.
     func backlog(on db: some PostgresQueryable) async throws -> (count: Int, oldestAgeSeconds: Double) {
         let row = try await db.query("""
-            SELECT count(*)::int AS count, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest
+            SELECT count(*)::int AS count,
+                   greatest(coalesce(extract(epoch FROM clock_timestamp() - min(created_at)), 0), 0)::float8 AS oldest
               FROM receipt_submissions WHERE status IN ('pending', 'failed')
             """, []).single()
         return (try row.int("count"), try row.double("oldest"))
