@@ -7,7 +7,8 @@ import Testing
 @testable import ServiceRuntime
 
 /// Retry leases fenced by their claim: two instances, the first one's lease runs out while it waits for Apple,
-/// the second claims the submission, and whatever the first one's late answer says changes nothing.
+/// the second claims the submission, and whatever the first one's late answer says changes nothing. Also the
+/// backlog the waiting submissions make, as `/metrics` shows it.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 @Loop
 struct SubmissionLeaseTests {
@@ -91,6 +92,29 @@ struct SubmissionLeaseTests {
             try await store.release([current.claim], on: stack.pool)
             #expect(try await stack.sql("SELECT claimed_until IS NOT NULL AS held FROM receipt_submissions").first?.bool("held") == false)
             #expect(current.attempts == 2)
+        }
+    }
+
+    /// The retry backlog's age is how long its oldest waiting submission has waited, never less than 0: not for
+    /// one stored a moment ago, nor for one stamped ahead of the database's clock (a clock stepped back).
+    @Test func theBacklogsAgeIsTheOldestWaitAndNeverNegative() async throws {
+        try await PurchaseStack.run { stack in
+            let store = SubmissionStore()
+            #expect(try await store.backlog(on: stack.pool) == (0, 0))
+            _ = try await store.store(userID: "u1", receiptData: "b2xk", orderID: nil, lease: .seconds(60), on: stack.pool)
+            _ = try await store.store(userID: "u2", receiptData: "bmV3", orderID: nil, lease: .seconds(60), on: stack.pool)
+            let fresh = try await store.backlog(on: stack.pool)
+            #expect(fresh.count == 2 && fresh.oldestAgeSeconds >= 0 && fresh.oldestAgeSeconds < 60)
+
+            _ = try await stack.sql("UPDATE receipt_submissions SET created_at = now() - interval '90 seconds' WHERE user_id = 'u1'")
+            let waited = try await store.backlog(on: stack.pool)
+            #expect(waited.count == 2 && waited.oldestAgeSeconds >= 90 && waited.oldestAgeSeconds < 150)
+
+            _ = try await stack.sql("UPDATE receipt_submissions SET created_at = now() + interval '1 hour'")
+            #expect(try await store.backlog(on: stack.pool) == (2, 0))
+
+            _ = try await stack.sql("UPDATE receipt_submissions SET status = 'verified'")
+            #expect(try await store.backlog(on: stack.pool) == (0, 0))
         }
     }
 }

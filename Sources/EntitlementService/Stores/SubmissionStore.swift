@@ -118,10 +118,9 @@ struct SubmissionStore {
     }
 
     /// How many submissions await a final answer (pending or failed, so retried), and the age in seconds of
-    /// the oldest of them (0 when there is none). The age is taken against `clock_timestamp()`, read after the
-    /// statement's snapshot, not `now()`: a statement's start may precede the start of a transaction whose
-    /// row its later snapshot sees, which made a just-stored submission's age negative; `greatest` keeps a
-    /// wall clock stepped back from doing the same.
+    /// the oldest of them (0 when there is none, never below 0). Against `clock_timestamp()`, not `now()`: a
+    /// statement's start may precede that of a transaction whose row its snapshot sees, and `greatest` covers a
+    /// wall clock stepped back.
     func backlog(on db: some PostgresQueryable) async throws -> (count: Int, oldestAgeSeconds: Double) {
         let row = try await db.query("""
             SELECT count(*)::int AS count,
