@@ -36,6 +36,17 @@ import Testing
         #expect(statement.values[9] == "\\x01", "[UInt8] stays bytea")
     }
 
+    @Test func aPreencodedValueBindsAsTheValueItself() throws {
+        let values: [any PostgresEncodable] = [Self.hostile, [UInt8(0), 255], [UUID?.none], Int?.none, Date(timeIntervalSince1970: 0)]
+        let plain = try EncodedStatement("SELECT $1, $2, $3, $4, $5", values)
+        let preencoded = try EncodedStatement("SELECT $1, $2, $3, $4, $5", [
+            PostgresPreencoded(Self.hostile), PostgresPreencoded([UInt8(0), 255]), PostgresPreencoded([UUID?.none]),
+            PostgresPreencoded(Int?.none), PostgresPreencoded(Date(timeIntervalSince1970: 0)),
+        ])
+        #expect(preencoded.types == plain.types && preencoded.values == plain.values)
+        #expect(plain.types == [1009, 17, 2951, 20, 1184] && plain.values[3] == nil)
+    }
+
     @Test func datesUUIDsAndDurationsUseTheServersInputForms() {
         let uuid = UUID(uuidString: "6BA7B810-9DAD-11D1-80B4-00C04FD430C8")!
         #expect([uuid].postgresText() == #"{"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}"#)

@@ -88,19 +88,42 @@ struct TransactionStore {
             """, [userID]))
     }
 
-    /// Decodes the rows of a result selected with `columns`, each column looked up once for all rows.
+    /// Decodes the rows of a result selected with `columns`.
     static func owned(_ result: PostgresResult) throws -> [OwnedTransaction] {
-        let transactionID = try result.column("transaction_id"), originalTransactionID = try result.column("original_transaction_id"),
-            productID = try result.column("product_id"), environment = try result.column("environment"),
-            purchaseDate = try result.column("purchase_date"), originalPurchaseDate = try result.column("original_purchase_date"),
-            expiresDate = try result.column("expires_date"), cancellationDate = try result.column("cancellation_date"),
-            cancellationReason = try result.column("cancellation_reason"), isUpgraded = try result.column("is_upgraded"),
-            isTrialPeriod = try result.column("is_trial_period"), isInIntroOfferPeriod = try result.column("is_in_intro_offer_period"),
-            ownership = try result.column("ownership"), quantity = try result.column("quantity"),
-            webOrderLineItemID = try result.column("web_order_line_item_id"),
-            subscriptionGroupIdentifier = try result.column("subscription_group_identifier"),
-            appAccountToken = try result.column("app_account_token"), promotionalOfferID = try result.column("promotional_offer_id")
-        return try result.rows.map { row in
+        let decoder = try OwnedDecoder(result)
+        return try result.rows.map(decoder.decode)
+    }
+
+    /// Decodes rows selected with `columns` one at a time (straight into where they go, with no array in
+    /// between), each column looked up once for all rows.
+    struct OwnedDecoder {
+        private let transactionID, originalTransactionID, productID, environment, purchaseDate, originalPurchaseDate,
+            expiresDate, cancellationDate, cancellationReason, isUpgraded, isTrialPeriod, isInIntroOfferPeriod,
+            ownership, quantity, webOrderLineItemID, subscriptionGroupIdentifier, appAccountToken,
+            promotionalOfferID: PostgresColumn
+
+        init(_ result: PostgresResult) throws {
+            transactionID = try result.column("transaction_id")
+            originalTransactionID = try result.column("original_transaction_id")
+            productID = try result.column("product_id")
+            environment = try result.column("environment")
+            purchaseDate = try result.column("purchase_date")
+            originalPurchaseDate = try result.column("original_purchase_date")
+            expiresDate = try result.column("expires_date")
+            cancellationDate = try result.column("cancellation_date")
+            cancellationReason = try result.column("cancellation_reason")
+            isUpgraded = try result.column("is_upgraded")
+            isTrialPeriod = try result.column("is_trial_period")
+            isInIntroOfferPeriod = try result.column("is_in_intro_offer_period")
+            ownership = try result.column("ownership")
+            quantity = try result.column("quantity")
+            webOrderLineItemID = try result.column("web_order_line_item_id")
+            subscriptionGroupIdentifier = try result.column("subscription_group_identifier")
+            appAccountToken = try result.column("app_account_token")
+            promotionalOfferID = try result.column("promotional_offer_id")
+        }
+
+        func decode(_ row: PostgresRow) throws -> OwnedTransaction {
             let transaction = StoreTransaction(
                 transactionID: try row.string(transactionID),
                 originalTransactionID: try row.string(originalTransactionID),

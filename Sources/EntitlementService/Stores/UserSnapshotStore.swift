@@ -43,10 +43,12 @@ struct UserSnapshotStore {
         try Self.decode(try await connection.pipeline(Self.statements([userID])), [userID])[userID]!
     }
 
+    /// The four statements, the users' array literal built once for all of them.
     private static func statements(_ userIDs: [String]) -> [PostgresStatement] {
-        [
-            PostgresStatement(transactionsSQL, [userIDs]), PostgresStatement(renewalsSQL, [userIDs]),
-            PostgresStatement(grantsSQL, [userIDs]), PostgresStatement(balancesSQL, [userIDs]),
+        let users = PostgresPreencoded(userIDs)
+        return [
+            PostgresStatement(transactionsSQL, [users]), PostgresStatement(renewalsSQL, [users]),
+            PostgresStatement(grantsSQL, [users]), PostgresStatement(balancesSQL, [users]),
         ]
     }
 
@@ -73,8 +75,9 @@ struct UserSnapshotStore {
         var snapshots: [String: UserSnapshot] = [:]
         snapshots.reserveCapacity(userIDs.count)
         for userID in userIDs { snapshots[userID] = UserSnapshot(transactions: [], renewals: [], grants: [], balances: [:]) }
-        for (owner, transaction) in zip(try owners(results[0]), try TransactionStore.owned(results[0])) {
-            snapshots[owner]?.transactions.append(transaction)
+        let transaction = try TransactionStore.OwnedDecoder(results[0])
+        for (owner, row) in zip(try owners(results[0]), results[0].rows) {
+            snapshots[owner]?.transactions.append(try transaction.decode(row))
         }
         for (owner, renewal) in zip(try owners(results[1]), try renewals(results[1])) {
             snapshots[owner]?.renewals.append(renewal)

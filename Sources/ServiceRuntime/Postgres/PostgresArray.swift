@@ -49,17 +49,23 @@ enum PostgresArrayText {
 
     /// `{"e1","e2",NULL}`: every element quoted, its quotes and backslashes escaped.
     static func literal<Element: PostgresArrayElement>(_ elements: [Element]) -> String {
-        var bytes: [UInt8] = [open]
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(2 + elements.count * 24)
+        bytes.append(open)
         for (index, element) in elements.enumerated() {
             if index > 0 { bytes.append(comma) }
-            guard let text = element.postgresElementText else {
+            guard var text = element.postgresElementText else {
                 bytes.append(contentsOf: "NULL".utf8)
                 continue
             }
             bytes.append(quote)
-            for byte in text.utf8 {
-                if byte == quote || byte == backslash { bytes.append(backslash) }
-                bytes.append(byte)
+            text.withUTF8 { utf8 in
+                // Most elements (user IDs, product IDs) need no escape: one copy instead of a byte at a time.
+                guard utf8.contains(where: { $0 == quote || $0 == backslash }) else { return bytes.append(contentsOf: utf8) }
+                for byte in utf8 {
+                    if byte == quote || byte == backslash { bytes.append(backslash) }
+                    bytes.append(byte)
+                }
             }
             bytes.append(quote)
         }

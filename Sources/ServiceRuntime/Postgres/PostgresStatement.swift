@@ -67,3 +67,18 @@ extension String {
         }
     }
 }
+
+/// A parameter encoded once, for a value bound in several statements of one round trip (the same list of
+/// user IDs in each statement of a pipeline): its text is computed when it is made, not per statement.
+public struct PostgresPreencoded<Value: PostgresEncodable>: PostgresEncodable {
+    /// The wrapped value's type OID.
+    public static var postgresTypeOID: UInt32 { Value.postgresTypeOID }
+    private let text: String?
+
+    /// `value`, encoded now.
+    public init(_ value: Value) {
+        text = value.postgresText()
+    }
+
+    public func postgresText() -> String? { text }
+}
