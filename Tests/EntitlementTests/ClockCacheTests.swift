@@ -71,3 +71,8 @@ import Testing
         #expect(log.isCurrent("a", since: middle))
     }
 }
+
+extension ClockCache {
+    /// A copy of the value for `key`, marked as recently used, as a read through `withValue` leaves it.
+    mutating func value(for key: Key) -> Value? { withValue(for: key) { $0 } }
+}

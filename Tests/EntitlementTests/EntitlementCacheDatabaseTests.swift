@@ -39,7 +39,7 @@ import Testing
 
         /// Fills `userID` as the read route will, with a placeholder answer.
         func fill(_ userID: String) {
-            #expect(cache.store(Array(userID.utf8), validUntil: nil, for: cache.ticket(for: userID)))
+            #expect(cache.store(EntitlementCacheTests.answer(1), validUntil: nil, for: cache.ticket(for: userID)))
         }
 
         func cached(_ userID: String) -> Bool {

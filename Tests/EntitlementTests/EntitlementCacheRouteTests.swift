@@ -134,17 +134,25 @@ import Testing
         }
     }
 
-    /// The cached template splices the time of the answer where the fill's `as_of` was.
-    @Test @Loop func templatesSpliceTheTimeOfTheAnswer() throws {
+    /// A held answer is served with the time of the answer: as it is within the second of its stamp, restamped
+    /// in place in a later one (the earlier body handed out keeps its own time).
+    @Test @Loop func heldAnswersCarryTheTimeOfTheAnswer() throws {
         let fill = Date(timeIntervalSince1970: 1_800_000_000)
         let document = EntitlementsDocument(
             userID: "u", report: EntitlementReport(asOf: fill, entitlements: [:]), consumables: ["coins": 3])
         let body = HTTPResponse.json(document).body
-        let template = try #require(EntitlementsAnswer.template(of: body, asOf: fill))
-        let later = fill.addingTimeInterval(90)
-        var moved = document
-        moved.asOf = later
-        #expect(EntitlementsAnswer.response(template, at: later).body == HTTPResponse.json(moved).body)
-        #expect(EntitlementsAnswer.template(of: body, asOf: later) == nil)
+        #expect(EntitlementsAnswer(body: body, asOf: fill.addingTimeInterval(90)) == nil, "the stamp must be the body's")
+        #expect(EntitlementsAnswer(body: Array(#"{"consumables":{}}"#.utf8), asOf: fill) == nil)
+        var answer = try #require(EntitlementsAnswer(body: body, asOf: fill))
+        #expect(answer.body(at: fill.addingTimeInterval(0.999)) == body, "the same second")
+        var served: [(body: [UInt8], expected: [UInt8])] = []
+        for seconds: TimeInterval in [90.5, 90, 86_400 * 400, 30] {
+            let at = fill.addingTimeInterval(seconds)
+            var moved = document
+            moved.asOf = at
+            served.append((answer.body(at: at), HTTPResponse.json(moved).body))
+        }
+        #expect(served.allSatisfy { $0.body == $0.expected }, "bodies handed out earlier keep their own time")
+        #expect(body == HTTPResponse.json(document).body)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import EntitlementService
 @testable import ServiceRuntime
+import Timestamps
 
 /// `EntitlementCache` as plain Swift on the loop: the listener's reports and the readers' calls are made by
 /// hand, in exactly the interleavings under test.
@@ -31,9 +32,17 @@ import Testing
         return cache
     }
 
-    /// Fills `userID` as the read route does; true when the answer was kept.
-    @Loop @discardableResult static func fill(_ cache: EntitlementCache, _ userID: String, _ bytes: [UInt8] = [1], validUntil: Date? = nil) -> Bool {
-        cache.store(bytes, validUntil: validUntil, for: cache.ticket(for: userID))
+    /// A body shaped as the read route's answers (`{"as_of":…,"n":n}`), as of `at`.
+    static func body(_ n: Int, at: Date = now) -> [UInt8] {
+        Array(#"{"as_of":"\#(RFC3339.string(from: at))","n":\#(n)}"#.utf8)
+    }
+
+    /// Answer `n`, as of `now`.
+    static func answer(_ n: Int) -> EntitlementsAnswer { EntitlementsAnswer(body: body(n), asOf: now)! }
+
+    /// Fills `userID` as the read route does with answer `n`; true when the answer was kept.
+    @Loop @discardableResult static func fill(_ cache: EntitlementCache, _ userID: String, _ n: Int = 1, validUntil: Date? = nil) -> Bool {
+        cache.store(answer(n), validUntil: validUntil, for: cache.ticket(for: userID))
     }
 
     @Loop static func changed(_ userID: String) -> PostgresNotification {
@@ -47,29 +56,29 @@ import Testing
         #expect(!Self.fill(cache, "u"))
         #expect(cache.lookup("u", now: Self.now) == nil && !cache.isServing)
         cache.listenerChanged(listening: true)
-        #expect(Self.fill(cache, "u", [7]))
-        #expect(cache.lookup("u", now: Self.now) == [7])
+        #expect(Self.fill(cache, "u", 7))
+        #expect(cache.lookup("u", now: Self.now) == Self.body(7))
         #expect(cache.hits == 1 && cache.misses == 1)
     }
 
     @Test @Loop func anAnswerIsServedUntilItsValidUntil() {
         let cache = Self.listeningCache()
         let end = Self.now.addingTimeInterval(60)
-        Self.fill(cache, "expiring", [1], validUntil: end)
-        Self.fill(cache, "lasting", [2], validUntil: nil)
-        #expect(cache.lookup("expiring", now: end.addingTimeInterval(-0.001)) == [1])
+        Self.fill(cache, "expiring", 1, validUntil: end)
+        Self.fill(cache, "lasting", 2, validUntil: nil)
+        #expect(cache.lookup("expiring", now: end.addingTimeInterval(-0.001)) == Self.body(1, at: end.addingTimeInterval(-0.001)))
         #expect(cache.lookup("expiring", now: end) == nil, "at validUntil the answer may differ")
         #expect(cache.count == 1, "the expired answer was dropped")
-        #expect(cache.lookup("lasting", now: Self.now.addingTimeInterval(86_400 * 365)) == [2])
+        #expect(cache.lookup("lasting", now: Self.now.addingTimeInterval(86_400 * 365)) == Self.body(2, at: Self.now.addingTimeInterval(86_400 * 365)))
     }
 
     @Test @Loop func aChangedUserIsDroppedAndOthersStay() {
         let cache = Self.listeningCache()
-        Self.fill(cache, "u", [1])
-        Self.fill(cache, "v", [2])
+        Self.fill(cache, "u", 1)
+        Self.fill(cache, "v", 2)
         cache.received(Self.changed("u"))
         #expect(cache.lookup("u", now: Self.now) == nil)
-        #expect(cache.lookup("v", now: Self.now) == [2])
+        #expect(cache.lookup("v", now: Self.now) == Self.body(2))
         #expect(cache.invalidations == 1)
     }
 
@@ -95,7 +104,7 @@ import Testing
         Self.fill(cache, "u")
         cache.received(PostgresNotification(channel: "something_else", payload: "u", senderPID: 1))
         cache.received(PostgresNotification(channel: EntitlementCache.syncChannel, payload: "another-instance.1", senderPID: 1))
-        #expect(cache.lookup("u", now: Self.now) == [1])
+        #expect(cache.lookup("u", now: Self.now) == Self.body(1))
     }
 
     @Test @Loop func sizeZeroDisablesTheCache() async {
@@ -110,13 +119,13 @@ import Testing
 
     @Test @Loop func aFullCacheEvictsTheEntryNotReadSinceItCameIn() {
         let cache = Self.listeningCache(capacity: 2)
-        Self.fill(cache, "a", [1])
-        Self.fill(cache, "b", [2])
+        Self.fill(cache, "a", 1)
+        Self.fill(cache, "b", 2)
         _ = cache.lookup("a", now: Self.now)
-        Self.fill(cache, "c", [3])
+        Self.fill(cache, "c", 3)
         #expect(cache.count == 2 && cache.evictions == 1)
         #expect(cache.lookup("b", now: Self.now) == nil)
-        #expect(cache.lookup("a", now: Self.now) == [1] && cache.lookup("c", now: Self.now) == [3])
+        #expect(cache.lookup("a", now: Self.now) == Self.body(1) && cache.lookup("c", now: Self.now) == Self.body(3))
     }
 
     // MARK: - Tickets
@@ -125,7 +134,7 @@ import Testing
         let cache = Self.listeningCache()
         let ticket = cache.ticket(for: "u")
         cache.received(Self.changed("u"))  // the change commits while the reader reads the old data
-        #expect(!cache.store([1], validUntil: nil, for: ticket))
+        #expect(!cache.store(Self.answer(1), validUntil: nil, for: ticket))
         #expect(cache.lookup("u", now: Self.now) == nil)
     }
 
@@ -133,8 +142,8 @@ import Testing
         let cache = Self.listeningCache()
         let ticket = cache.ticket(for: "u")
         cache.received(Self.changed("v"))
-        #expect(cache.store([1], validUntil: nil, for: ticket))
-        #expect(cache.lookup("u", now: Self.now) == [1])
+        #expect(cache.store(Self.answer(1), validUntil: nil, for: ticket))
+        #expect(cache.lookup("u", now: Self.now) == Self.body(1))
     }
 
     @Test @Loop func aChangeHeardBeforeTheTicketDoesNotSpoilIt() {
@@ -147,17 +156,17 @@ import Testing
         let cache = Self.listeningCache()
         let beforeEveryone = cache.ticket(for: "u")
         cache.received(PostgresNotification(channel: EntitlementCache.changesChannel, payload: "*", senderPID: 1))
-        #expect(!cache.store([1], validUntil: nil, for: beforeEveryone))
+        #expect(!cache.store(Self.answer(1), validUntil: nil, for: beforeEveryone))
 
         let beforeLoss = cache.ticket(for: "u")
         cache.listenerChanged(listening: false)
         cache.listenerChanged(listening: true)
-        #expect(!cache.store([1], validUntil: nil, for: beforeLoss), "changes during the outage went unheard")
+        #expect(!cache.store(Self.answer(1), validUntil: nil, for: beforeLoss), "changes during the outage went unheard")
 
         cache.listenerChanged(listening: false)
         let whileAway = cache.ticket(for: "u")
         cache.listenerChanged(listening: true)
-        #expect(!cache.store([1], validUntil: nil, for: whileAway))
+        #expect(!cache.store(Self.answer(1), validUntil: nil, for: whileAway))
         #expect(Self.fill(cache, "u"), "a ticket taken while listening again is good")
     }
 
@@ -168,9 +177,9 @@ import Testing
         let early = cache.ticket(for: "u")
         cache.received(Self.changed("u"))
         let late = cache.ticket(for: "u")
-        #expect(cache.store([2], validUntil: nil, for: late))
-        #expect(!cache.store([1], validUntil: nil, for: early))
-        #expect(cache.lookup("u", now: Self.now) == [2])
+        #expect(cache.store(Self.answer(2), validUntil: nil, for: late))
+        #expect(!cache.store(Self.answer(1), validUntil: nil, for: early))
+        #expect(cache.lookup("u", now: Self.now) == Self.body(2))
     }
 
     // MARK: - Barrier
@@ -190,7 +199,7 @@ import Testing
         await cache.barrier()
         #expect(db.tokens.count == 1)
         #expect(cache.lookup("u", now: Self.now) == nil, "the change announced before the token was handled")
-        #expect(cache.lookup("v", now: Self.now) == [1])
+        #expect(cache.lookup("v", now: Self.now) == Self.body(1))
         #expect(cache.clears == clears && cache.syncs.count == 0)
     }
 
@@ -202,7 +211,7 @@ import Testing
         await cache.barrier()
         await cache.barrier()
         #expect(Set(db.tokens).count == 2, "every barrier sends a token of its own")
-        #expect(cache.lookup("v", now: Self.now) == [1] && cache.syncs.count == 0)
+        #expect(cache.lookup("v", now: Self.now) == Self.body(1) && cache.syncs.count == 0)
     }
 
     @Test @Loop func aTokenThatNeverComesBackClearsTheCache() async {

@@ -25,11 +25,12 @@ struct ClockCache<Key: Hashable, Value> {
     /// The number of entries held.
     var count: Int { index.count }
 
-    /// The value for `key`, marked as recently used; nil when absent.
-    mutating func value(for key: Key) -> Value? {
+    /// `body` run on the value for `key` in place (no copy of it), the entry marked as recently used; nil when
+    /// absent.
+    mutating func withValue<R>(for key: Key, _ body: (inout Value) -> R) -> R? {
         guard let position = index[key] else { return nil }
         slots[position]!.referenced = true
-        return slots[position]!.value
+        return body(&slots[position]!.value)
     }
 
     /// Sets the value for `key`; returns the key evicted to make room, if one was.

@@ -14,12 +14,12 @@ import Foundation
 /// it back to `store`, which keeps the answer only if no invalidation of that user (and no clearing) came in
 /// between, so an answer read before a change the cache has already heard of is never kept:
 ///
-///     if let bytes = cache.lookup(userID, now: now) { answer(bytes) } else {
+///     if let body = cache.lookup(userID, now: now) { answer(body) } else {
 ///         let ticket = cache.ticket(for: userID)
 ///         let document = try await reader.document(userID: userID, at: now)
-///         let bytes = encode(document)
-///         cache.store(bytes, validUntil: document.nextChange, for: ticket)
-///         answer(bytes)
+///         let body = encode(document)
+///         cache.store(EntitlementsAnswer(body: body, asOf: now)!, validUntil: document.nextChange, for: ticket)
+///         answer(body)
 ///     }
 ///
 /// A request that changed data calls `barrier()` before answering, so the change's own notifications have
@@ -40,7 +40,7 @@ final class EntitlementCache {
     }
 
     private struct Entry {
-        var bytes: [UInt8]
+        var answer: EntitlementsAnswer
         var validUntil: Date?
     }
 
@@ -90,19 +90,22 @@ final class EntitlementCache {
 
     // MARK: - Reading and filling
 
-    /// `userID`'s stored answer if it is still valid at `now`; nil (a miss) otherwise.
+    /// `userID`'s stored answer as of `now` if it is still valid then; nil (a miss) otherwise.
     func lookup(_ userID: String, now: Date) -> [UInt8]? {
-        guard isServing, let entry = entries?.value(for: userID) else {
+        guard isServing, let found = entries?.withValue(for: userID, { entry -> [UInt8]? in
+            if let validUntil = entry.validUntil, now >= validUntil { return nil }
+            return entry.answer.body(at: now)
+        }) else {
             misses += 1
             return nil
         }
-        if let validUntil = entry.validUntil, now >= validUntil {
+        guard let body = found else {
             entries?.remove(userID)
             misses += 1
             return nil
         }
         hits += 1
-        return entry.bytes
+        return body
     }
 
     /// Taken before reading `userID`'s data from the database, for `store`.
@@ -110,13 +113,13 @@ final class EntitlementCache {
         Ticket(userID: userID, sequence: log.sequence)
     }
 
-    /// Keeps `bytes`, the answer read under `ticket`, until `validUntil` (nil: until the user's data changes),
-    /// unless the user was invalidated or the cache cleared since the ticket was taken, or the cache is not
-    /// serving. Returns whether it was kept.
+    /// Keeps `answer`, read under `ticket`, until `validUntil` (nil: until the user's data changes), unless the
+    /// user was invalidated or the cache cleared since the ticket was taken, or the cache is not serving.
+    /// Returns whether it was kept.
     @discardableResult
-    func store(_ bytes: [UInt8], validUntil: Date?, for ticket: Ticket) -> Bool {
+    func store(_ answer: EntitlementsAnswer, validUntil: Date?, for ticket: Ticket) -> Bool {
         guard isServing, log.isCurrent(ticket.userID, since: ticket.sequence) else { return false }
-        if entries?.insert(Entry(bytes: bytes, validUntil: validUntil), for: ticket.userID) != nil { evictions += 1 }
+        if entries?.insert(Entry(answer: answer, validUntil: validUntil), for: ticket.userID) != nil { evictions += 1 }
         return true
     }
 

@@ -1,33 +1,53 @@
-import ServiceRuntime
 import EntitlementModel
 import Foundation
+import Timestamps
 
-/// The cached form of a `GET /v1/users/{user_id}/entitlements` answer: its JSON body without the `as_of`
-/// value, which is spliced back in at serve time, so a hit answers the time of the answer with no encoding.
+/// A cached `GET /v1/users/{user_id}/entitlements` answer: its JSON body as last served.
 ///
-/// The body's keys are sorted, so it always opens with `{"as_of":"` and the timestamp; the template is the
-/// body with the timestamp's bytes cut out.
-enum EntitlementsAnswer {
+/// The body's keys are sorted, so it opens with `{"as_of":"` and the time of the answer, to the second. Served
+/// in the second it was stamped with, the body goes out as it is, sharing the cache's bytes (the one copy is
+/// the write's); served in a later second, its stamp is rewritten in place first, so a hit answers the time
+/// of the answer with no encoding and no new body.
+struct EntitlementsAnswer {
     /// What every body opens with, up to the `as_of` value.
     private static let head: [UInt8] = Array(#"{"as_of":""#.utf8)
 
-    /// `body` (encoded with `as_of` = `asOf`) without its timestamp; nil when it is not shaped so.
-    static func template(of body: [UInt8], asOf: Date) -> [UInt8]? {
-        var stamp = [UInt8]()
-        RFC3339.append(asOf, to: &stamp)
-        guard body.starts(with: head), body.dropFirst(head.count).starts(with: stamp) else { return nil }
-        var template = body
-        template.removeSubrange(head.count..<(head.count + stamp.count))
-        return template
+    private var body: [UInt8]
+    /// The second (Unix time) the body's `as_of` names.
+    private var second: Int64
+    /// How many bytes the `as_of` value takes.
+    private var stampLength: Int
+
+    /// `body`, encoded with `as_of` = `asOf`; nil when it does not open so.
+    init?(body: [UInt8], asOf: Date) {
+        let stamp = Self.stamp(asOf)
+        guard body.starts(with: Self.head), body.dropFirst(Self.head.count).starts(with: stamp) else { return nil }
+        self.body = body
+        second = Self.second(of: asOf)
+        stampLength = stamp.count
     }
 
-    /// The answer of `template` with `as_of` = `now`: one allocation, the body's.
-    static func response(_ template: [UInt8], at now: Date) -> HTTPResponse {
-        var body = [UInt8]()
-        body.reserveCapacity(template.count + 20)
-        body.append(contentsOf: template[..<head.count])
-        RFC3339.append(now, to: &body)
-        body.append(contentsOf: template[head.count...])
-        return .json(encoded: body)
+    /// The body with `as_of` = `now`.
+    mutating func body(at now: Date) -> [UInt8] {
+        let second = Self.second(of: now)
+        if second != self.second {
+            let stamp = Self.stamp(now)
+            body.replaceSubrange(Self.head.count..<(Self.head.count + stampLength), with: stamp)
+            self.second = second
+            stampLength = stamp.count
+        }
+        return body
+    }
+
+    /// `date` as an answer's `as_of` writes it (RFC 3339, whole seconds).
+    private static func stamp(_ date: Date) -> [UInt8] {
+        var stamp = [UInt8]()
+        RFC3339.append(date, to: &stamp)
+        return stamp
+    }
+
+    /// The whole second `date` falls in, as `as_of` truncates it.
+    private static func second(of date: Date) -> Int64 {
+        Int64(date.timeIntervalSince1970.rounded(.down))
     }
 }

@@ -90,15 +90,15 @@ struct PurchaseRoutes {
             return .later { .json(encoded: try await reader.document(userID: userID, at: at).jsonBytes) }
         }
         let now = Date()
-        if let template = cache.lookup(userID, now: now) {
-            return .now(EntitlementsAnswer.response(template, at: now))
+        if let body = cache.lookup(userID, now: now) {
+            return .now(.json(encoded: body))
         }
         let ticket = cache.ticket(for: userID)
         return .later {
             let (document, nextChange) = try await reader.evaluation(userID: userID, at: now)
             let body = document.jsonBytes
-            if let template = EntitlementsAnswer.template(of: body, asOf: now) {
-                cache.store(template, validUntil: nextChange, for: ticket)
+            if let answer = EntitlementsAnswer(body: body, asOf: now) {
+                cache.store(answer, validUntil: nextChange, for: ticket)
             }
             return .json(encoded: body)
         }
