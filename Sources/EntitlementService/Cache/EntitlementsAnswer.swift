@@ -42,6 +42,7 @@ struct EntitlementsAnswer {
     /// `date` as an answer's `as_of` writes it (RFC 3339, whole seconds).
     private static func stamp(_ date: Date) -> [UInt8] {
         var stamp = [UInt8]()
+        stamp.reserveCapacity(24)  // `2026-11-27T14:46:16Z`: one allocation
         RFC3339.append(date, to: &stamp)
         return stamp
     }
