@@ -25,6 +25,17 @@ import Testing
         try #require(service.application).cache
     }
 
+    /// The service's cache once it serves, and a new user (`prefix` and a random token) granted premium, whose
+    /// answer the cache now holds.
+    @Loop static func heldUser(_ service: AdminHarness, _ prefix: String) async throws -> (EntitlementCache, String) {
+        let cache = try Self.cache(service)
+        #expect(await eventually(timeout: 10) { cache.isServing })
+        let user = prefix + randomToken()
+        _ = try await Self.grant(service, user)
+        #expect(try await Self.isActive(service, user))
+        return (cache, user)
+    }
+
     /// Once a write has answered, every read on the same instance sees it: a grant, then its revocation,
     /// each read twice (the first fills the cache, the second is answered from it), 10,000 writes over 50 users.
     @Test @Loop func theWritingInstanceNeverReadsStale() async throws {
@@ -100,11 +111,7 @@ import Testing
     /// A read with `at` never comes from the cache, even for a user whose present answer is held.
     @Test @Loop func readsAtAnInstantBypassTheCache() async throws {
         try await AdminHarness.run { service in
-            let cache = try Self.cache(service)
-            #expect(await eventually(timeout: 10) { cache.isServing })
-            let user = "at-" + randomToken()
-            _ = try await Self.grant(service, user)
-            #expect(try await Self.isActive(service, user))
+            let (cache, user) = try await Self.heldUser(service, "at-")
             #expect(try await Self.isActive(service, user))
             let (hits, misses) = (cache.hits, cache.misses)
             #expect(try await !Self.isActive(service, user, at: Date().addingTimeInterval(-3_600)))
@@ -131,6 +138,25 @@ import Testing
             #expect((second.object["entitlements"] as? [String: Any])?["premium"].flatMap { ($0 as? [String: Any])?["active"] as? Bool } == false)
             let asOf = [first, second].compactMap { ($0.object["as_of"] as? String).flatMap(RFC3339.date(from:)) }
             #expect(asOf.count == 2 && asOf[1] > asOf[0])
+        }
+    }
+
+    /// A hit in a later second than the fill's is still a hit, and its `as_of` is the time of that answer.
+    @Test @Loop func aHitAnswersItsOwnTime() async throws {
+        try await AdminHarness.run { service in
+            let (cache, user) = try await Self.heldUser(service, "stamp-")
+            var stamps: [Date] = []
+            for _ in 0..<2 {
+                let hits = cache.hits
+                let answer = try await service.call("GET", "/v1/users/\(user)/entitlements", key: .app)
+                #expect(cache.hits == hits + 1)
+                if let stamp = (answer.object["as_of"] as? String).flatMap(RFC3339.date(from:)) { stamps.append(stamp) }
+                // Into the next whole second: the held body's stamp is then out of date.
+                let now = Date().timeIntervalSince1970
+                await LoopTimer.sleep(milliseconds: UInt64(((now.rounded(.down) + 1 - now) * 1_000).rounded(.up)) + 20)
+            }
+            #expect(stamps.count == 2 && stamps[1] > stamps[0])
+            #expect(stamps.last.map { abs($0.timeIntervalSinceNow) < 2 } == true)
         }
     }
 

@@ -42,6 +42,12 @@ final class EntitlementCache {
     private struct Entry {
         var answer: EntitlementsAnswer
         var validUntil: Date?
+
+        /// The answer as of `now`; nil once `validUntil` has come.
+        mutating func body(at now: Date) -> [UInt8]? {
+            if let validUntil, now >= validUntil { return nil }
+            return answer.body(at: now)
+        }
     }
 
     /// The most users held; 0 disables the cache.
@@ -92,14 +98,11 @@ final class EntitlementCache {
 
     /// `userID`'s stored answer as of `now` if it is still valid then; nil (a miss) otherwise.
     func lookup(_ userID: String, now: Date) -> [UInt8]? {
-        guard isServing, let found = entries?.withValue(for: userID, { entry -> [UInt8]? in
-            if let validUntil = entry.validUntil, now >= validUntil { return nil }
-            return entry.answer.body(at: now)
-        }) else {
+        guard isServing, let held = entries?.withValue(for: userID, { $0.body(at: now) }) else {
             misses += 1
             return nil
         }
-        guard let body = found else {
+        guard let body = held else {
             entries?.remove(userID)
             misses += 1
             return nil
