@@ -1,16 +1,22 @@
 /// The values of a route's `{name}` segments, percent-decoded, read as the types that validate them:
 /// `try context.parameters.require("user_id", as: UserID.self)`.
 public struct HTTPPathParameters: Sendable, Equatable {
-    /// In pattern order; a route has few, so a scan beats hashing.
-    private var values: [(name: String, value: String)]
+    /// The first parameter, held inline: most routes have one, and it then costs no allocation.
+    private var first: (name: String, value: String)?
+    /// The others, in pattern order; a route has few, so a scan beats hashing.
+    private var rest: [(name: String, value: String)] = []
 
-    init(_ values: [(name: String, value: String)] = []) {
-        self.values = values
+    init() {}
+
+    /// Adds the next parameter of the pattern.
+    mutating func append(_ name: String, _ value: String) {
+        if first == nil { first = (name, value) } else { rest.append((name, value)) }
     }
 
     /// The decoded text of parameter `name`, or nil when the route has no such parameter.
     public subscript(name: String) -> String? {
-        values.first { $0.name == name }?.value
+        if let first, first.name == name { return first.value }
+        return rest.first { $0.name == name }?.value
     }
 
     /// Parameter `name` as a `Value`. A value the type refuses is a 400 problem naming the parameter
@@ -22,7 +28,8 @@ public struct HTTPPathParameters: Sendable, Equatable {
     }
 
     public static func == (a: HTTPPathParameters, b: HTTPPathParameters) -> Bool {
-        a.values.elementsEqual(b.values) { $0.name == $1.name && $0.value == $1.value }
+        a.first?.name == b.first?.name && a.first?.value == b.first?.value
+            && a.rest.elementsEqual(b.rest) { $0.name == $1.name && $0.value == $1.value }
     }
 
     /// A handler asked for a parameter its route's pattern does not have.

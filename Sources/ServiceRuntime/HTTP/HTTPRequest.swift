@@ -53,10 +53,10 @@ public struct HTTPRequest: Sendable, Equatable {
         a.box === b.box || a.box.fields == b.box.fields
     }
 
+    /// The request of `head` with `body`: the head's own box when there is no body.
     init(head: HTTPRequestHead, body: [UInt8]) {
-        self.init(
-            method: head.method, path: head.path, query: head.query, rawQuery: head.rawQuery,
-            headers: head.headers, body: body, requestID: head.requestID)
+        self = head.request
+        if !body.isEmpty { self.body = body }
     }
 
     /// The body decoded as JSON.

@@ -1,11 +1,9 @@
-/// The request line and header block of one request, as the parser hands it to the connection's machine.
+/// The request line and header block of one request, as the parser hands it to the connection's machine: the
+/// request as handlers will see it (its fields in one shared box, so passing the head on costs one reference
+/// count and a request without a body becomes the handler's request with no copy) and how it is framed.
 struct HTTPRequestHead: Sendable, Equatable {
-    var method: String
-    /// Raw path, without the query.
-    var path: String
-    var rawQuery: String
-    var query: [String: String]
-    var headers: HTTPHeaders
+    /// The request so far: every field but the body.
+    var request: HTTPRequest
     var version: HTTPVersion
     /// False when this must be the connection's last request (`Connection: close`, HTTP/1.0 without
     /// keep-alive, an upgrade attempt).
@@ -14,7 +12,23 @@ struct HTTPRequestHead: Sendable, Equatable {
     var expectsContinue: Bool
     /// The declared `Content-Length`, when there is one.
     var contentLength: Int?
-    var requestID: String
+
+    init(method: String, path: String, rawQuery: String, query: [String: String], headers: HTTPHeaders, version: HTTPVersion,
+         keepAlive: Bool, expectsContinue: Bool, contentLength: Int?, requestID: String) {
+        request = HTTPRequest(method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, requestID: requestID)
+        self.version = version
+        self.keepAlive = keepAlive
+        self.expectsContinue = expectsContinue
+        self.contentLength = contentLength
+    }
+
+    var method: String { request.method }
+    /// Raw path, without the query.
+    var path: String { request.path }
+    var rawQuery: String { request.rawQuery }
+    var query: [String: String] { request.query }
+    var headers: HTTPHeaders { request.headers }
+    var requestID: String { request.requestID }
 }
 
 /// The protocol version of a request.

@@ -160,14 +160,14 @@ public final class Router: RouteRegistrar {
             if allow.contains("GET") { allow.insert("HEAD") }
             return .methodNotAllowed(route: first.route.pattern, allow: allow.sorted())
         }
-        var parameters: [(name: String, value: String)] = []
+        var parameters = HTTPPathParameters()
         for (segment, part) in zip(entries[index].segments, parts) {
             guard case .parameter(let name) = segment else { continue }
             let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[part]), as: UTF8.self)  // whole characters of a String
             guard let value = PercentDecoding.decode(text) else { return .badParameter(route: entries[index].route.pattern, name: name) }
-            parameters.append((name, value))
+            parameters.append(name, value)
         }
-        return .found(index, parameters: HTTPPathParameters(parameters))
+        return .found(index, parameters: parameters)
     }
 
     /// The index of the most specific of `candidates` whose pattern matches the path (`bytes` split into
