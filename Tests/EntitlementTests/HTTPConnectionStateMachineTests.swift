@@ -15,12 +15,12 @@ import Testing
 
     private func head(_ path: String = "/", id: String = "r1", keepAlive: Bool = true, expect: Bool = false,
                       length: Int? = nil, version: HTTPVersion = .http1_1) -> HTTPRequestHead {
-        HTTPRequestHead(method: "GET", path: path, rawQuery: "", query: [:], headers: [:], version: version,
-                        keepAlive: keepAlive, expectsContinue: expect, contentLength: length, requestID: id)
+        HTTPRequestHead(request: HTTPRequest(method: "GET", path: path, requestID: id), version: version,
+                        keepAlive: keepAlive, expectsContinue: expect, contentLength: length)
     }
 
     private func context(_ head: HTTPRequestHead, keepAlive: Bool? = nil) -> Context {
-        Context(requestID: head.requestID, method: head.method, version: head.version, keepAlive: keepAlive ?? head.keepAlive)
+        Context(requestID: head.request.requestID, method: head.request.method, version: head.version, keepAlive: keepAlive ?? head.keepAlive)
     }
 
     private func request(_ head: HTTPRequestHead, body: [UInt8] = []) -> HTTPRequest {

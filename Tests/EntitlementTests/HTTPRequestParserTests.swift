@@ -25,13 +25,13 @@ import Testing
         #expect(events.count == 3)
         #expect(events.first == .messageBegin && events.last == .end)
         let head = try #require(heads(events).first)
-        #expect(head.method == "GET")
-        #expect(head.path == "/v1/users/u%201/entitlements")
-        #expect(head.rawQuery == "at=2026-11-22T01%3A20%3A00Z&x")
-        #expect(head.query == ["at": "2026-11-22T01:20:00Z", "x": ""])
-        #expect(head.headers["host"] == "a")
-        #expect(head.headers["X-Pad"] == "spaced")
-        #expect(head.requestID == "req-7")
+        #expect(head.request.method == "GET")
+        #expect(head.request.path == "/v1/users/u%201/entitlements")
+        #expect(head.request.rawQuery == "at=2026-11-22T01%3A20%3A00Z&x")
+        #expect(head.request.query == ["at": "2026-11-22T01:20:00Z", "x": ""])
+        #expect(head.request.headers["host"] == "a")
+        #expect(head.request.headers["X-Pad"] == "spaced")
+        #expect(head.request.requestID == "req-7")
         #expect(head.version == .http1_1)
         #expect(head.keepAlive)
         #expect(!head.expectsContinue)
@@ -46,10 +46,10 @@ import Testing
         let (consumed, events) = parser.parse(bytes)
         #expect(consumed == first.utf8.count)
         #expect(events.contains(.body(Array("abc".utf8))))
-        #expect(heads(events).map(\.path) == ["/a"])
+        #expect(heads(events).map(\.request.path) == ["/a"])
         let (rest, later) = parser.parse(Array(bytes[consumed...]))
         #expect(rest == second.utf8.count)
-        #expect(heads(later).map(\.path) == ["/b"])
+        #expect(heads(later).map(\.request.path) == ["/b"])
     }
 
     @Test func byteByByteGivesTheSameRequest() throws {
@@ -62,8 +62,8 @@ import Testing
             events += result.events
         }
         let head = try #require(heads(events).first)
-        #expect(head.headers["X-Long-Header-Name"] == "some value")
-        #expect(head.headers["host"] == "example")
+        #expect(head.request.headers["X-Long-Header-Name"] == "some value")
+        #expect(head.request.headers["host"] == "example")
         #expect(head.contentLength == 5)
         let body = events.flatMap { event -> [UInt8] in if case .body(let bytes) = event { bytes } else { [] } }
         #expect(body == Array("hello".utf8))
@@ -75,7 +75,7 @@ import Testing
         let (_, events) = parser().parse(Array(text.utf8))
         let body = events.flatMap { event -> [UInt8] in if case .body(let bytes) = event { bytes } else { [] } }
         #expect(body == Array("abcde".utf8))
-        #expect(try #require(heads(events).first).headers["X-Trailer"] == nil)
+        #expect(try #require(heads(events).first).request.headers["X-Trailer"] == nil)
         #expect(events.last == .end)
     }
 
@@ -94,8 +94,8 @@ import Testing
         let expect = try #require(heads(parser().parse(Array("PUT /p HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 1\r\n\r\n".utf8)).events).first)
         #expect(expect.expectsContinue)
         let absolute = try #require(heads(parser().parse(Array("GET http://example.com/x/y?z=1 HTTP/1.1\r\n\r\n".utf8)).events).first)
-        #expect(absolute.path == "/x/y")
-        #expect(absolute.rawQuery == "z=1")
+        #expect(absolute.request.path == "/x/y")
+        #expect(absolute.request.rawQuery == "z=1")
     }
 
     @Test func headerBytesAreCountedOnceHoweverTheyArrive() throws {
@@ -105,13 +105,13 @@ import Testing
         var events: [HTTPParserEvent] = []
         for byte in Array(text.utf8) { events += parser.parse([byte]).events }
         #expect(failure(events) == nil)
-        #expect(try #require(heads(events).first).headers["X-Other"] == "w")
+        #expect(try #require(heads(events).first).request.headers["X-Other"] == "w")
     }
 
     @Test func connectIsTheLastRequest() throws {
         let (_, events) = parser().parse(Array("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com\r\n\r\n".utf8))
         let head = try #require(heads(events).first)
-        #expect(head.method == "CONNECT")
+        #expect(head.request.method == "CONNECT")
         #expect(!head.keepAlive)
         #expect(events.last == .end)
     }

@@ -249,7 +249,7 @@ struct HTTPConnectionStateMachine {
     // MARK: - Internals
 
     private static func context(_ head: HTTPRequestHead) -> ResponseContext {
-        ResponseContext(requestID: head.requestID, method: head.method, version: head.version, keepAlive: head.keepAlive)
+        ResponseContext(requestID: head.request.requestID, method: head.request.method, version: head.version, keepAlive: head.keepAlive)
     }
 
     private static func bodyTooLarge(_ limit: Int) -> ProblemError {

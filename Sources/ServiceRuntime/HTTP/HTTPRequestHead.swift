@@ -12,23 +12,6 @@ struct HTTPRequestHead: Sendable, Equatable {
     var expectsContinue: Bool
     /// The declared `Content-Length`, when there is one.
     var contentLength: Int?
-
-    init(method: String, path: String, rawQuery: String, query: [String: String], headers: HTTPHeaders, version: HTTPVersion,
-         keepAlive: Bool, expectsContinue: Bool, contentLength: Int?, requestID: String) {
-        request = HTTPRequest(method: method, path: path, query: query, rawQuery: rawQuery, headers: headers, requestID: requestID)
-        self.version = version
-        self.keepAlive = keepAlive
-        self.expectsContinue = expectsContinue
-        self.contentLength = contentLength
-    }
-
-    var method: String { request.method }
-    /// Raw path, without the query.
-    var path: String { request.path }
-    var rawQuery: String { request.rawQuery }
-    var query: [String: String] { request.query }
-    var headers: HTTPHeaders { request.headers }
-    var requestID: String { request.requestID }
 }
 
 /// The protocol version of a request.

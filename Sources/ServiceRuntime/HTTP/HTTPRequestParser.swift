@@ -182,17 +182,14 @@ final class HTTPRequestParser {
         }
         let version = HTTPVersion(major: Int(parser.pointee.http_major), minor: Int(parser.pointee.http_minor))
         let flags = parser.pointee.flags
+        let request = HTTPRequest(
+            method: method ?? "GET", path: target.path, query: query, rawQuery: target.query, headers: headers, requestID: requestID!)
         let head = HTTPRequestHead(
-            method: method ?? "GET",
-            path: target.path,
-            rawQuery: target.query,
-            query: query,
-            headers: headers,
+            request: request,
             version: version,
             keepAlive: http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0,
             expectsContinue: version == .http1_1 && headers["Expect"]?.lowercased() == "100-continue",
-            contentLength: flags & UInt32(F_CONTENTLENGTH.rawValue) != 0 ? Int(clamping: parser.pointee.content_length) : nil,
-            requestID: requestID!)
+            contentLength: flags & UInt32(F_CONTENTLENGTH.rawValue) != 0 ? Int(clamping: parser.pointee.content_length) : nil)
         events.append(.head(head))
         return 0
     }
