@@ -170,13 +170,13 @@ import Testing
         #expect(EntitlementsAnswer(body: body, asOf: fill.addingTimeInterval(90)) == nil, "the stamp must be the body's")
         #expect(EntitlementsAnswer(body: Array(#"{"consumables":{}}"#.utf8), asOf: fill) == nil)
         var answer = try #require(EntitlementsAnswer(body: body, asOf: fill))
-        #expect(answer.body(at: fill.addingTimeInterval(0.999)) == body, "the same second")
+        #expect(answer.body(stamp: AsOfStamp(fill.addingTimeInterval(0.999))) == body, "the same second")
         var served: [(body: [UInt8], expected: [UInt8])] = []
         for seconds: TimeInterval in [90.5, 90, 86_400 * 400, 30] {
             let at = fill.addingTimeInterval(seconds)
             var moved = document
             moved.asOf = at
-            served.append((answer.body(at: at), HTTPResponse.json(moved).body))
+            served.append((answer.body(stamp: AsOfStamp(at)), HTTPResponse.json(moved).body))
         }
         #expect(served.allSatisfy { $0.body == $0.expected }, "bodies handed out earlier keep their own time")
         #expect(body == HTTPResponse.json(document).body)

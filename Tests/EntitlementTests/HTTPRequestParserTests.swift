@@ -18,6 +18,21 @@ import Testing
         events.lazy.compactMap { if case .failure(let failure, _, _) = $0 { failure } else { nil } }.first
     }
 
+    /// A target's raw bytes above ASCII are taken when they are UTF-8 and refuse the request when they are not
+    /// (http-parser lets them through).
+    @Test func targetBytesMustBeUTF8() throws {
+        let valid = Array("GET /caf\u{E9}?q=\u{1F600} HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+        let head = try #require(heads(parser().parse(valid).events).first)
+        #expect(head.request.path == "/caf\u{E9}")
+        #expect(head.request.rawQuery == "q=\u{1F600}")
+        for invalid: [UInt8] in [[0xFF], [0xC3], [0xE9, 0x41]] {
+            let bytes = Array("GET /a".utf8) + invalid + Array(" HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+            #expect(failure(parser().parse(bytes).events) == .malformed("invalid request target"), "\(invalid)")
+            let query = Array("GET /a?b=".utf8) + invalid + Array(" HTTP/1.1\r\nHost: a\r\n\r\n".utf8)
+            #expect(failure(parser().parse(query).events) == .malformed("invalid request target"), "\(invalid)")
+        }
+    }
+
     @Test func simpleRequest() throws {
         let bytes = Array("GET /v1/users/u%201/entitlements?at=2026-11-22T01%3A20%3A00Z&x HTTP/1.1\r\nHost: a\r\nX-Request-Id: req-7\r\nX-Pad:  spaced  \r\n\r\n".utf8)
         let (consumed, events) = parser().parse(bytes)

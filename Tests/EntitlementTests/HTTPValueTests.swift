@@ -145,6 +145,22 @@ import Testing
         #expect(!text.contains("Bad Name"))
     }
 
+    /// The handler's fields go out unless the server owns the name (in any case) or it is not a token.
+    @Test func serializerKeepsOnlyTokenNamesTheServerDoesNotOwn() {
+        var response = HTTPResponse(status: 200)
+        for owned in ["content-length", "TRANSFER-ENCODING", "Connection", "keep-alive", "date", "x-request-id"] {
+            response.headers.add(owned, "forged")
+        }
+        let kept = ["Content-Lengtx", "Dates", "X-Request-Ids", "a!#$%&'*+-.^_`|~Z09"]
+        for name in kept { response.headers.add(name, "v") }
+        for name in ["", "a b", "a:b", "a(b", "a\u{7F}", "caf\u{E9}", "a\tb", "a\"b"] { response.headers.add(name, "v") }
+        let text = serialize(response)
+        #expect(!text.contains("forged"))
+        let lines = text.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(Array(lines.dropFirst().prefix(kept.count)) == kept.map { "\($0): v" })
+        #expect(lines.dropFirst(1 + kept.count).first?.hasPrefix("X-Request-Id: rid") == true)
+    }
+
     @Test func requestIDs() {
         #expect(RequestID.accept("abc") == "abc")
         #expect(RequestID.accept("has space") != "has space")

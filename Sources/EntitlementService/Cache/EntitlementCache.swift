@@ -43,10 +43,10 @@ final class EntitlementCache {
         var answer: EntitlementsAnswer
         var validUntil: Date?
 
-        /// The answer as of `now`; nil once `validUntil` has come.
-        mutating func body(at now: Date) -> [UInt8]? {
+        /// The answer as of `now`, stamped with `stamp` (`now`'s second); nil once `validUntil` has come.
+        mutating func body(at now: Date, stamp: AsOfStamp) -> [UInt8]? {
             if let validUntil, now >= validUntil { return nil }
-            return answer.body(at: now)
+            return answer.body(stamp: stamp)
         }
     }
 
@@ -58,6 +58,8 @@ final class EntitlementCache {
     private(set) var isListening = false
 
     private var entries: ClockCache<String, Entry>?
+    /// The `as_of` of answers served in the current second, written once for all of them.
+    private var stamp = AsOfStamp(Date(timeIntervalSince1970: 0))
     private var log = InvalidationLog()
     let db: any PostgresQueryable
     let syncs = SyncWaiters()
@@ -98,7 +100,9 @@ final class EntitlementCache {
 
     /// `userID`'s stored answer as of `now` if it is still valid then; nil (a miss) otherwise.
     func lookup(_ userID: String, now: Date) -> [UInt8]? {
-        guard isServing, let held = entries?.withValue(for: userID, { $0.body(at: now) }) else {
+        if !stamp.covers(now) { stamp = AsOfStamp(now) }
+        let stamp = stamp
+        guard isServing, let held = entries?.withValue(for: userID, { $0.body(at: now, stamp: stamp) }) else {
             misses += 1
             return nil
         }

@@ -27,20 +27,26 @@ struct EntitlementsAnswer {
         stampLength = stamp.count
     }
 
-    /// The body with `as_of` = `now`.
-    mutating func body(at now: Date) -> [UInt8] {
-        let second = Self.second(of: now)
-        if second != self.second {
-            let stamp = Self.stamp(now)
-            body.replaceSubrange(Self.head.count..<(Self.head.count + stampLength), with: stamp)
-            self.second = second
-            stampLength = stamp.count
+    /// The body with `as_of` = `stamp`'s second: as it is when it already says so, else restamped in place
+    /// (a body handed out earlier keeps its own time: it is copied first).
+    mutating func body(stamp: AsOfStamp) -> [UInt8] {
+        if stamp.second != second {
+            let range = Self.head.count..<(Self.head.count + stampLength)
+            if stamp.bytes.count == stampLength {
+                body.withUnsafeMutableBufferPointer { body in
+                    stamp.bytes.withUnsafeBufferPointer { UnsafeMutableBufferPointer(rebasing: body[range]).update(fromContentsOf: $0) }
+                }
+            } else {
+                body.replaceSubrange(range, with: stamp.bytes)
+            }
+            second = stamp.second
+            stampLength = stamp.bytes.count
         }
         return body
     }
 
     /// `date` as an answer's `as_of` writes it (RFC 3339, whole seconds).
-    private static func stamp(_ date: Date) -> [UInt8] {
+    fileprivate static func stamp(_ date: Date) -> [UInt8] {
         var stamp = [UInt8]()
         stamp.reserveCapacity(24)  // `2026-11-27T14:46:16Z`: one allocation
         RFC3339.append(date, to: &stamp)
@@ -48,7 +54,26 @@ struct EntitlementsAnswer {
     }
 
     /// The whole second `date` falls in, as `as_of` truncates it.
-    private static func second(of date: Date) -> Int64 {
+    fileprivate static func second(of date: Date) -> Int64 {
         Int64(date.timeIntervalSince1970.rounded(.down))
+    }
+}
+
+/// An `as_of` value to stamp answers with: one second, written once for every answer served in it.
+struct AsOfStamp {
+    /// The second (Unix time).
+    let second: Int64
+    /// Its RFC 3339 text.
+    let bytes: [UInt8]
+
+    /// The stamp of the second `date` falls in.
+    init(_ date: Date) {
+        second = EntitlementsAnswer.second(of: date)
+        bytes = EntitlementsAnswer.stamp(date)
+    }
+
+    /// True when `date` falls in this stamp's second.
+    func covers(_ date: Date) -> Bool {
+        EntitlementsAnswer.second(of: date) == second
     }
 }

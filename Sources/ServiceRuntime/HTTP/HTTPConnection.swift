@@ -84,7 +84,9 @@ final class HTTPConnection: FinishBeforeWaiting {
         executing = true
         var index = 0
         while index < actions.count {
-            let action = actions[index]
+            // Moved out, not copied: a copy would retain the request or response it carries.
+            var action = Action.cancelTimer
+            swap(&action, &actions[index])
             index += 1
             if !closed { execute(action) }
         }

@@ -54,6 +54,14 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.makeIterator()
     }
 
+    /// Calls `body` with each field in order, read in place: unlike iterating, no field is copied (each
+    /// copy would retain its name and value).
+    func forEachField(_ body: (_ name: String, _ value: String) -> Void) {
+        fields.withUnsafeBufferPointer { fields in
+            for index in fields.indices { body(fields[index].name, fields[index].value) }
+        }
+    }
+
     public static func == (a: HTTPHeaders, b: HTTPHeaders) -> Bool {
         a.fields.elementsEqual(b.fields) { $0.name == $1.name && $0.value == $1.value }
     }

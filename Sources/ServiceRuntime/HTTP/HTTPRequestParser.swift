@@ -215,7 +215,12 @@ final class HTTPRequestParser {
                 let length = Int(raw.loadUnaligned(fromByteOffset: base + 2, as: UInt16.self))
                 return offset..<offset + length
             }
-            return url.withUnsafeBufferPointer { String(validating: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+            return url.withUnsafeBufferPointer { buffer in
+                let bytes = UnsafeBufferPointer(rebasing: buffer[range])
+                // ASCII, as targets nearly always are, is valid as it stands: decoding it skips the generic
+                // validator, which looks its type metadata up on every call.
+                return bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
+            }
         }
         guard let path = field(UF_PATH), let query = field(UF_QUERY) else { return nil }
         return (path.isEmpty ? "/" : path, query)

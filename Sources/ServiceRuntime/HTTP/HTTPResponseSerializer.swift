@@ -2,6 +2,8 @@
 enum HTTPResponseSerializer {
     /// Header names the server owns; a handler's values for them are dropped.
     private static let framingHeaders = ["Content-Length", "Transfer-Encoding", "Connection", "Keep-Alive", "Date", "X-Request-Id"]
+    /// The lengths of `framingHeaders`' names, one bit each: most names are told apart by length alone.
+    private static let framingLengths = framingHeaders.reduce(UInt64(0)) { $0 | 1 << $1.utf8.count }
 
     /// Appends the full response to `bytes`: status line, the handler's headers (sanitized), then
     /// `X-Request-Id`, `Content-Length` (not for 1xx, 204, 304), `Date` and `Connection` when needed. `HEAD`
@@ -17,8 +19,8 @@ enum HTTPResponseSerializer {
         bytes.append(0x20)
         bytes.append(utf8: HTTPStatus.reasonPhrase(status))
         bytes.append(literal: "\r\n")
-        for (name, value) in response.headers where isToken(name) && !framingHeaders.contains(where: { HTTPHeaders.sameName($0, name) }) {
-            appendField(name, sanitize(value), to: &bytes)
+        response.headers.forEachField { name, value in
+            if isToken(name) && !isFraming(name) { appendField(name, sanitize(value), to: &bytes) }
         }
         appendField("X-Request-Id", context.requestID, to: &bytes)
         if !bodyless {
@@ -48,14 +50,31 @@ enum HTTPResponseSerializer {
         bytes.append(literal: "\r\n")
     }
 
+    /// True when `name` is one of `framingHeaders`.
+    private static func isFraming(_ name: String) -> Bool {
+        let length = name.utf8.count
+        return length < 64 && framingLengths & (1 << length) != 0 && framingHeaders.contains { HTTPHeaders.sameName($0, name) }
+    }
+
+    /// The bytes of an RFC 9110 token (a field name), one bit each in four words.
+    private static let tokenBytes: (UInt64, UInt64, UInt64, UInt64) = {
+        var words: [UInt64] = [0, 0, 0, 0]
+        for byte in Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~".utf8) {
+            words[Int(byte >> 6)] |= 1 << (byte & 63)
+        }
+        return (words[0], words[1], words[2], words[3])
+    }()
+
     private static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                true
-            default:
-                "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        let table = tokenBytes
+        return !name.isEmpty && name.utf8.allSatisfy { byte in
+            let word = switch byte >> 6 {
+            case 0: table.0
+            case 1: table.1
+            case 2: table.2
+            default: table.3
             }
+            return word & (1 << (byte & 63)) != 0
         }
     }
 
