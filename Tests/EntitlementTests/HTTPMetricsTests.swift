@@ -30,6 +30,25 @@ import Testing
         #expect(text.hasSuffix("\n"))
     }
 
+    /// Each route counts its requests by method and status, aborted ones apart; lines come sorted by route,
+    /// method and status (aborted first), whatever the order requests came in.
+    @Test @Loop func requestCountsAreSortedByRouteMethodAndStatus() {
+        let metrics = Metrics()
+        for (route, method, status) in [("/b", "GET", 200), ("/a", "POST", 201), ("/a", "GET", 404), ("/a", "GET", 200),
+                                        ("/a", "GET", nil), ("/b", "GET", 200), ("/a", "GET", 200)] as [(String, String, Int?)] {
+            metrics.recordRequest(route: route, method: method, status: status, durationSeconds: 0.001)
+        }
+        let lines = metrics.render().split(separator: "\n").filter { $0.hasPrefix("http_requests_total{") }
+        #expect(lines == [
+            #"http_requests_total{route="/a",method="GET",status="aborted"} 1"#,
+            #"http_requests_total{route="/a",method="GET",status="200"} 2"#,
+            #"http_requests_total{route="/a",method="GET",status="404"} 1"#,
+            #"http_requests_total{route="/a",method="POST",status="201"} 1"#,
+            #"http_requests_total{route="/b",method="GET",status="200"} 2"#,
+        ])
+        #expect(metrics.render().contains(#"http_request_duration_seconds_count{route="/a"} 5"#))
+    }
+
     @Test @Loop func countsEventsByLabelAndSamplesCounters() {
         let metrics = Metrics()
         for _ in 0..<3 { metrics.increment("receipt_verifications_total", "Attempts.", labels: ["outcome": "verified", "apple_status": "0"]) }

@@ -15,11 +15,24 @@ public final class Metrics {
     /// Upper bounds (seconds) of the request duration histogram's buckets.
     nonisolated static let durationBuckets: [Double] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-    private struct RequestKey: Hashable {
-        var route: String
-        var method: String
-        /// nil: the connection was aborted without an answer.
-        var status: Int?
+    /// One route's answered requests, by method and status (nil: aborted without an answer), in the order they
+    /// first came (a route sees a handful), and the handler times of its routed ones: one lookup by route per
+    /// request.
+    private struct RouteRecord {
+        var counts: [(method: String, status: Int?, count: Int)] = []
+        var durations: Histogram?
+
+        mutating func record(method: String, status: Int?, durationSeconds: Double?) {
+            if let index = counts.firstIndex(where: { $0.status == status && $0.method == method }) {
+                counts[index].count += 1
+            } else {
+                counts.append((method, status, 1))
+            }
+            if let durationSeconds {
+                if durations == nil { durations = Histogram() }
+                durations!.observe(durationSeconds)
+            }
+        }
     }
 
     private struct Histogram {
@@ -50,8 +63,7 @@ public final class Metrics {
         var counts: [[String]: Int] = [:]
     }
 
-    private var requests: [RequestKey: Int] = [:]
-    private var durations: [String: Histogram] = [:]
+    private var routes: [String: RouteRecord] = [:]
     private var counters: [String: Counter] = [:]
     private var sampled: [Sampled] = []
 
@@ -60,9 +72,7 @@ public final class Metrics {
     /// Counts one answered request (`status` nil: aborted without an answer, labelled `aborted`);
     /// `durationSeconds` (handler time) feeds the route's histogram when given.
     public func recordRequest(route: String, method: String, status: Int?, durationSeconds: Double?) {
-        requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-        guard let durationSeconds else { return }
-        durations[route, default: Histogram()].observe(durationSeconds)
+        routes[route, default: RouteRecord()].record(method: method, status: status, durationSeconds: durationSeconds)
     }
 
     /// Adds one to the counter `name` for these label values. Every call for one name passes the same label
@@ -93,15 +103,15 @@ public final class Metrics {
         var out = ""
         out += "# HELP http_requests_total HTTP requests answered, by route pattern, method and status.\n"
         out += "# TYPE http_requests_total counter\n"
-        let keys = requests.keys.sorted { ($0.route, $0.method, $0.status ?? 0) < ($1.route, $1.method, $1.status ?? 0) }
-        for key in keys {
-            let labels = Self.labels([("route", key.route), ("method", key.method), ("status", key.status.map(String.init) ?? "aborted")])
-            out += "http_requests_total\(labels) \(requests[key]!)\n"
+        let counts = routes.flatMap { route, record in record.counts.map { (route: route, method: $0.method, status: $0.status, count: $0.count) } }
+        for count in counts.sorted(by: { ($0.route, $0.method, $0.status ?? 0) < ($1.route, $1.method, $1.status ?? 0) }) {
+            let labels = Self.labels([("route", count.route), ("method", count.method), ("status", count.status.map(String.init) ?? "aborted")])
+            out += "http_requests_total\(labels) \(count.count)\n"
         }
         out += "# HELP http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
         out += "# TYPE http_request_duration_seconds histogram\n"
-        for route in durations.keys.sorted() {
-            let histogram = durations[route]!
+        for route in routes.keys.sorted() {
+            guard let histogram = routes[route]!.durations else { continue }
             var cumulative = 0
             for (index, bound) in (Self.durationBuckets.map(Self.number) + ["+Inf"]).enumerated() {
                 cumulative += histogram.counts[index]
