@@ -1,5 +1,6 @@
 import Testing
 @testable import EntitlementService
+@testable import FakeAppStore
 
 /// The CLOCK map behind `EntitlementCache`, and the log its tickets are checked against.
 @Suite struct ClockCacheTests {
@@ -41,6 +42,37 @@ import Testing
         #expect(cache.value(for: "d") == 5)
     }
 
+    /// Random inserts, reads and removals against a plain dictionary: the cache holds exactly what the model
+    /// says (what it reports evicting leaves both), never more than its capacity, and evicts only when full.
+    @Test func agreesWithAModelOverRandomOperations() {
+        var generator = SplitMix64(seed: 42)
+        var cache = ClockCache<Int, Int>(capacity: 8)
+        var model: [Int: Int] = [:]
+        for step in 0..<20_000 {
+            let key = Int(generator.next() % 40)
+            switch generator.next() % 4 {
+            case 0, 1:
+                let wasFull = model.count == 8 && model[key] == nil
+                if let evicted = cache.insert(step, for: key) {
+                    #expect(wasFull && evicted != key && model[evicted] != nil, "step \(step)")
+                    model[evicted] = nil
+                } else {
+                    #expect(!wasFull, "step \(step): a full cache made room without saying whom it evicted")
+                }
+                model[key] = step
+            case 2:
+                #expect(cache.remove(key) == (model.removeValue(forKey: key) != nil), "step \(step)")
+            default:
+                #expect(cache.value(for: key) == model[key], "step \(step)")
+            }
+            #expect(cache.count == model.count && cache.count <= 8)
+            if step % 5_000 == 4_999 {
+                cache.removeAll()
+                model.removeAll()
+            }
+        }
+    }
+
     @Test func aTicketIsCurrentUntilItsUserOrEveryoneIsInvalidated() {
         var log = InvalidationLog()
         log.invalidate("u")
@@ -76,3 +108,4 @@ extension ClockCache {
     /// A copy of the value for `key`, marked as recently used, as a read through `withValue` leaves it.
     mutating func value(for key: Key) -> Value? { withValue(for: key) { $0 } }
 }
+
