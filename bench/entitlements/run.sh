@@ -40,6 +40,8 @@
 # runs, the service idles and PostgreSQL has its CPU). Prints each run's throughput and p99 latency (wrk
 # --latency; for pgbench, computed from its per-transaction log), the CPU used by the service, PostgreSQL,
 # the client and everything else on the machine, then the median ratios hot ÷ reference and cold ÷ pgbench, and the staleness percentiles.
+# Before each round it measures the service CPU's latency to memory over 1–64 MB (memory-latency.c): the hot
+# runs read about 15 MB of held answers at random, and the machine's neighbours change that latency over time.
 #
 # Environment (all optional):
 #   USERS=20000 ROUNDS=3 DURATION=15 (s) WARMUP=5 (s) CONNECTIONS=64
@@ -111,8 +113,9 @@ stop_service() {
     fi
 }
 
-echo "building the reference server" >&2
+echo "building the reference server and the memory probe" >&2
 gcc -O2 -Wall -o "$WORK/reference" "$ROOT/bench/http/reference.c" -luv -lhttp_parser
+gcc -O2 -Wall -o "$WORK/memory-latency" "$HERE/memory-latency.c"
 
 bench_service_bin
 
@@ -298,14 +301,20 @@ entitlements benchmark: $USERS users, $CONNECTIONS connections, ${DURATION}s per
              the same for every run (during pgbench runs the service idles: its CPU is PostgreSQL's alone)
   PostgreSQL $("$PSQL" "$DATABASE_URL" -XAtc 'SHOW server_version'), fsync=off, throwaway cluster
   machine:   $(nproc) CPUs, load average before the runs $(cut -d' ' -f1-3 /proc/loadavg)
+  memory:    before each round, ns per dependent read over 1, 4, 16 and 64 MB at random on CPU $SERVICE_CPU
+             (memory-latency.c; the hot runs read about 15 MB of held answers at random)
 CPU columns: cores used during the run x 100 by the service, PostgreSQL, the client, and everything else
 EOF
 RESULTS="$OUT/results.txt"
 : >"$RESULTS"
 : >"$OUT/staleness.txt"
+: >"$OUT/memory.txt"
 TICKS=$(getconf CLK_TCK)
 printf "%-5s %-21s %9s %9s %6s %7s %8s %7s %7s\n" round run "req|tx/s" "p99 ms" errors service postgres client other
 for round in $(seq 1 "$ROUNDS"); do
+    read -r -a latency < <(taskset -c "$SERVICE_CPU" "$WORK/memory-latency" 1 4 16 64)
+    printf "%-5s %-21s %s ns at 1, 4, 16, 64 MB\n" "$round" memory "${latency[*]}"
+    echo "${latency[*]}" >>"$OUT/memory.txt"
     for name in "${NAMES[@]}"; do
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
@@ -329,11 +338,12 @@ PY
     echo "$p50 $p99 $worst $samples" >>"$OUT/staleness.txt"
 done
 
-python3 - "$RESULTS" "$OUT/staleness.txt" "${NAMES[@]}" <<'PY'
+python3 - "$RESULTS" "$OUT/staleness.txt" "$OUT/memory.txt" "${NAMES[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 stale = [[float(x) for x in line.split()] for line in open(sys.argv[2])]
-names = sys.argv[3:]
+memory = [[float(x) for x in line.split()] for line in open(sys.argv[3])]
+names = sys.argv[4:]
 def median(name, column):
     return statistics.median(float(row[column]) for row in rows if row[0] == name)
 print("medians:")
@@ -368,6 +378,9 @@ print(f"cold CPU:  per read, service {service_cpu:.0f} us, PostgreSQL {reference
 p50, p99, worst = (statistics.median(row[i] for row in stale) for i in range(3))
 print(f"staleness: median over rounds of p50 {p50:.1f} ms, p99 {p99:.1f} ms (goal < 1000: {verdict(p99 < 1000)}), "
       f"max {max(row[2] for row in stale):.1f} ms; {int(sum(row[3] for row in stale))} writes")
+print("memory:    median over rounds of ns per dependent read at 1, 4, 16 and 64 MB: "
+      + ", ".join(f"{statistics.median(row[i] for row in memory):.1f}" for i in range(4))
+      + " (for information: how fast this machine's caches and memory answered as the rounds began)")
 errors = sum(int(row[3]) for row in rows)
 if errors:
     print(f"warning: {errors} socket errors, non-2xx responses or failed transactions across the runs")
