@@ -185,6 +185,15 @@ wait_healthy "$SIZED_PORT" $!
 curl -fsS -H "Authorization: Bearer $API_KEY" "http://127.0.0.1:$SERVICE_PORT/v1/users/1050/entitlements" \
     >"$OUT/sample-1050.json" || { echo "the entitlements route failed for user 1050" >&2; exit 1; }
 
+# read_counts: the measured instance's entitlement reads answered so far and those of them that joined a batch
+# already on its way to PostgreSQL, on one line.
+read_counts() {
+    curl -fsS "http://127.0.0.1:$SERVICE_PORT/metrics" | awk '
+        /^http_requests_total\{route="\/v1\/users\/\{user_id\}\/entitlements",method="GET",status="200"\}/ { reads += $2 }
+        /^entitlement_reads_batched_total / { batched = $2 }
+        END { print reads + 0, batched + 0 }'
+}
+
 # cpu_snapshot: clock ticks used so far by all CPUs together, the service, and PostgreSQL, on one line.
 cpu_snapshot() {
     local all service
@@ -309,6 +318,7 @@ RESULTS="$OUT/results.txt"
 : >"$RESULTS"
 : >"$OUT/staleness.txt"
 : >"$OUT/memory.txt"
+: >"$OUT/batches.txt"
 TICKS=$(getconf CLK_TCK)
 printf "%-5s %-21s %9s %9s %6s %7s %8s %7s %7s\n" round run "req|tx/s" "p99 ms" errors service postgres client other
 for round in $(seq 1 "$ROUNDS"); do
@@ -316,6 +326,7 @@ for round in $(seq 1 "$ROUNDS"); do
     printf "%-5s %-21s %s ns at 1, 4, 16, 64 MB\n" "$round" memory "${latency[*]}"
     echo "${latency[*]}" >>"$OUT/memory.txt"
     for name in "${NAMES[@]}"; do
+        read -r reads0 batched0 < <(read_counts)
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
         read -r rate p99 errors client < <(run "$name" "$DURATION")
@@ -332,18 +343,26 @@ PY
         printf "%-5s %-21s %9s %9s %6s %6s%% %7s%% %6s%% %6s%%\n" "$round" "$name" "$rate" "$p99" "$errors" \
             "$service_pct" "$pg_pct" "$client_pct" "$other_pct"
         echo "$name $rate $p99 $errors $service_pct $pg_pct $client_pct $other_pct" >>"$RESULTS"
+        if [ "$name" = cold ]; then
+            read -r reads1 batched1 < <(read_counts)
+            batches=$((reads1 - reads0 - (batched1 - batched0)))
+            printf "%-5s %-21s %s reads per batch of statements sent to PostgreSQL\n" "$round" "cold batches" \
+                "$(python3 -c "print(f'{($reads1 - $reads0) / max(1, $batches):.1f}')")"
+            echo "$(( reads1 - reads0 )) $batches" >>"$OUT/batches.txt"
+        fi
     done
     read -r p50 p99 worst samples < <(run_staleness "$STALE_SAMPLES")
     printf "%-5s %-21s p50 %s ms, p99 %s ms, max %s ms over %s writes\n" "$round" staleness "$p50" "$p99" "$worst" "$samples"
     echo "$p50 $p99 $worst $samples" >>"$OUT/staleness.txt"
 done
 
-python3 - "$RESULTS" "$OUT/staleness.txt" "$OUT/memory.txt" "${NAMES[@]}" <<'PY'
+python3 - "$RESULTS" "$OUT/staleness.txt" "$OUT/memory.txt" "$OUT/batches.txt" "${NAMES[@]}" <<'PY'
 import statistics, sys
 rows = [line.split() for line in open(sys.argv[1])]
 stale = [[float(x) for x in line.split()] for line in open(sys.argv[2])]
 memory = [[float(x) for x in line.split()] for line in open(sys.argv[3])]
-names = sys.argv[4:]
+batches = [[int(x) for x in line.split()] for line in open(sys.argv[4])]
+names = sys.argv[5:]
 def median(name, column):
     return statistics.median(float(row[column]) for row in rows if row[0] == name)
 print("medians:")
@@ -381,6 +400,8 @@ print(f"staleness: median over rounds of p50 {p50:.1f} ms, p99 {p99:.1f} ms (goa
 print("memory:    median over rounds of ns per dependent read at 1, 4, 16 and 64 MB: "
       + ", ".join(f"{statistics.median(row[i] for row in memory):.1f}" for i in range(4))
       + " (for information: how fast this machine's caches and memory answered as the rounds began)")
+print("batches:   median over rounds of cold reads per batch of statements: "
+      f"{statistics.median(reads / max(1, count) for reads, count in batches):.1f} (for information)")
 errors = sum(int(row[3]) for row in rows)
 if errors:
     print(f"warning: {errors} socket errors, non-2xx responses or failed transactions across the runs")
