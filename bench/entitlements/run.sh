@@ -326,7 +326,7 @@ for round in $(seq 1 "$ROUNDS"); do
     printf "%-5s %-21s %s ns at 1, 4, 16, 64 MB\n" "$round" memory "${latency[*]}"
     echo "${latency[*]}" >>"$OUT/memory.txt"
     for name in "${NAMES[@]}"; do
-        read -r reads0 batched0 < <(read_counts)
+        [ "$name" = cold ] && read -r reads0 batched0 < <(read_counts)
         read -r all0 service0 pg0 < <(cpu_snapshot)
         start=$(date +%s.%N)
         read -r rate p99 errors client < <(run "$name" "$DURATION")

@@ -21,11 +21,11 @@ struct EntitlementsAnswer {
 
     /// `body`, encoded with `as_of` = `asOf`; nil when it does not open so.
     init?(body: [UInt8], asOf: Date) {
-        let stamp = Self.stamp(asOf)
-        guard body.starts(with: Self.head), body.dropFirst(Self.head.count).starts(with: stamp) else { return nil }
+        let stamp = AsOfStamp(asOf)
+        guard body.starts(with: Self.head), body.dropFirst(Self.head.count).starts(with: stamp.bytes) else { return nil }
         self.body = body
-        second = Self.second(of: asOf)
-        stampLength = stamp.count
+        second = stamp.second
+        stampLength = stamp.bytes.count
     }
 
     /// The body with `as_of` = `stamp`'s second: as it is when it already says so, else restamped in place
@@ -47,19 +47,6 @@ struct EntitlementsAnswer {
         body.prefetch()  // the write copies it after the middleware and the machine have done their part
         return body
     }
-
-    /// `date` as an answer's `as_of` writes it (RFC 3339, whole seconds).
-    fileprivate static func stamp(_ date: Date) -> [UInt8] {
-        var stamp = [UInt8]()
-        stamp.reserveCapacity(24)  // `2026-11-27T14:46:16Z`: one allocation
-        RFC3339.append(date, to: &stamp)
-        return stamp
-    }
-
-    /// The whole second `date` falls in, as `as_of` truncates it.
-    fileprivate static func second(of date: Date) -> Int64 {
-        Int64(date.timeIntervalSince1970.rounded(.down))
-    }
 }
 
 /// An `as_of` value to stamp answers with: one second, written once for every answer served in it.
@@ -69,14 +56,22 @@ struct AsOfStamp {
     /// Its RFC 3339 text.
     let bytes: [UInt8]
 
-    /// The stamp of the second `date` falls in.
+    /// The stamp of the second `date` falls in (RFC 3339, whole seconds, as `as_of` writes it).
     init(_ date: Date) {
-        second = EntitlementsAnswer.second(of: date)
-        bytes = EntitlementsAnswer.stamp(date)
+        second = Self.second(of: date)
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(24)  // `2026-11-27T14:46:16Z`: one allocation
+        RFC3339.append(date, to: &bytes)
+        self.bytes = bytes
     }
 
     /// True when `date` falls in this stamp's second.
     func covers(_ date: Date) -> Bool {
-        EntitlementsAnswer.second(of: date) == second
+        Self.second(of: date) == second
+    }
+
+    /// The whole second `date` falls in, as `as_of` truncates it.
+    private static func second(of date: Date) -> Int64 {
+        Int64(date.timeIntervalSince1970.rounded(.down))
     }
 }

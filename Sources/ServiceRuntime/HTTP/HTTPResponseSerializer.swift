@@ -56,25 +56,17 @@ enum HTTPResponseSerializer {
         return length < 64 && framingLengths & (1 << length) != 0 && framingHeaders.contains { HTTPHeaders.sameName($0, name) }
     }
 
-    /// The bytes of an RFC 9110 token (a field name), one bit each in four words.
-    private static let tokenBytes: (UInt64, UInt64, UInt64, UInt64) = {
-        var words: [UInt64] = [0, 0, 0, 0]
-        for byte in Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~".utf8) {
-            words[Int(byte >> 6)] |= 1 << (byte & 63)
-        }
-        return (words[0], words[1], words[2], words[3])
-    }()
+    /// The bytes of an RFC 9110 token (a field name), all ASCII: one bit each, bytes 0–63 in the first word.
+    private static let tokenBytes: (low: UInt64, high: UInt64) = Array(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~".utf8
+    ).reduce(into: (low: 0, high: 0)) { words, byte in
+        if byte < 64 { words.low |= 1 << byte } else { words.high |= 1 << (byte - 64) }
+    }
 
     private static func isToken(_ name: String) -> Bool {
         let table = tokenBytes
         return !name.isEmpty && name.utf8.allSatisfy { byte in
-            let word = switch byte >> 6 {
-            case 0: table.0
-            case 1: table.1
-            case 2: table.2
-            default: table.3
-            }
-            return word & (1 << (byte & 63)) != 0
+            byte < 64 ? table.low & (1 << byte) != 0 : byte < 128 && table.high & (1 << (byte - 64)) != 0
         }
     }
 

@@ -110,8 +110,8 @@ public final class Metrics {
         }
         out += "# HELP http_request_duration_seconds Time from a complete request to its response, by route pattern.\n"
         out += "# TYPE http_request_duration_seconds histogram\n"
-        for route in routes.keys.sorted() {
-            guard let histogram = routes[route]!.durations else { continue }
+        for (route, record) in routes.sorted(by: { $0.key < $1.key }) {
+            guard let histogram = record.durations else { continue }
             var cumulative = 0
             for (index, bound) in (Self.durationBuckets.map(Self.number) + ["+Inf"]).enumerated() {
                 cumulative += histogram.counts[index]
