@@ -53,4 +53,14 @@ struct UserSnapshotLoaderTests {
         #expect(UserSnapshotLoader.batchSize(waiting: 30, out: 10, connections: 4) == 5)
         #expect(UserSnapshotLoader.batchSize(waiting: 200, out: 56, connections: 2) == UserSnapshotLoader.maxBatch)
     }
+
+    /// A batch reads each user once; every read knows where its user's snapshot comes back.
+    @Test func aBatchReadsEachUserOnceAndEveryReadFindsItsOwn() {
+        let reads = ["b", "a", "b", "c", "a", "b"]
+        let (users, positions) = UserSnapshotLoader.distinct(reads)
+        #expect(users == ["b", "a", "c"])
+        #expect(positions == [0, 1, 0, 2, 1, 0])
+        #expect(positions.map { users[$0] } == reads)
+        #expect(UserSnapshotLoader.distinct([]) == ([], []))
+    }
 }

@@ -60,8 +60,8 @@ final class UserSnapshotLoader {
         readsOut += batch.count
         readsBatched += batch.count - 1
         Task.onLoop {
-            let users = Array(Set(batch.map(\.userID)))  // a user asked for twice is read once
-            let snapshots: Result<[String: UserSnapshot], any Error>
+            let (users, positions) = Self.distinct(batch.map(\.userID))
+            let snapshots: Result<[UserSnapshot], any Error>
             do {
                 snapshots = .success(try await self.store.snapshots(of: users, on: self.pool))
             } catch {
@@ -72,15 +72,29 @@ final class UserSnapshotLoader {
             self.batchesOut -= 1
             self.readsOut -= batch.count
             self.sendIfFree()
-            await self.deliver(snapshots, to: batch)
+            await self.deliver(snapshots.map { snapshots in positions.map { snapshots[$0] } }, to: batch)
         }
     }
 
-    /// Answers each read of `batch` from `snapshots`; when the batch failed, reads each user again alone.
-    private func deliver(_ snapshots: Result<[String: UserSnapshot], any Error>, to batch: [Read]) async {
+    /// A batch's users each once (a user asked for twice is read once), and the position among them of each
+    /// read's user. By comparison, with nothing hashed: a batch holds at most `maxBatch` reads.
+    static func distinct(_ userIDs: [String]) -> (users: [String], positions: [Int]) {
+        var users: [String] = []
+        users.reserveCapacity(userIDs.count)
+        let positions = userIDs.map { userID in
+            if let position = users.firstIndex(of: userID) { return position }
+            users.append(userID)
+            return users.count - 1
+        }
+        return (users, positions)
+    }
+
+    /// Answers each read of `batch` from `snapshots` (one per read, in order); when the batch failed, reads each
+    /// user again alone.
+    private func deliver(_ snapshots: Result<[UserSnapshot], any Error>, to batch: [Read]) async {
         switch snapshots {
         case .success(let snapshots):
-            for (userID, continuation) in batch { continuation.resume(returning: snapshots[userID]!) }
+            for (read, snapshot) in zip(batch, snapshots) { read.continuation.resume(returning: snapshot) }
         case .failure(let error):
             guard batch.count > 1 else {
                 batch[0].continuation.resume(throwing: error)

@@ -21,9 +21,9 @@ struct UserSnapshot: Sendable {
 /// number of users (`user_id = ANY($1)`), the rows then split by user.
 @Loop
 struct UserSnapshotStore {
-    /// The snapshots of `userIDs` (a user without rows gets an empty one), all from one read-only REPEATABLE READ
-    /// snapshot (a recording committing in between cannot show half).
-    func snapshots(of userIDs: [String], on pool: PostgresPool) async throws -> [String: UserSnapshot] {
+    /// The snapshots of `userIDs`, in their order (a user without rows gets an empty one; the ids must differ),
+    /// all from one read-only REPEATABLE READ snapshot (a recording committing in between cannot show half).
+    func snapshots(of userIDs: [String], on pool: PostgresPool) async throws -> [UserSnapshot] {
         let results = try await pool.readTransaction([Self.genericPlans] + Self.statements(userIDs), isolation: .repeatableRead)
         return try Self.decode(Array(results.dropFirst()), userIDs)
     }
@@ -35,12 +35,12 @@ struct UserSnapshotStore {
 
     /// The snapshot of `userID`, as `snapshots(of:on:)`.
     func snapshot(of userID: String, on pool: PostgresPool) async throws -> UserSnapshot {
-        try await snapshots(of: [userID], on: pool)[userID]!
+        try await snapshots(of: [userID], on: pool)[0]
     }
 
     /// Read inside the caller's transaction on `connection` (which sees its own uncommitted writes).
     func snapshot(of userID: String, within connection: PostgresConnection) async throws -> UserSnapshot {
-        try Self.decode(try await connection.pipeline(Self.statements([userID])), [userID])[userID]!
+        try Self.decode(try await connection.pipeline(Self.statements([userID])), [userID])[0]
     }
 
     /// The four statements, the users' array literal built once for all of them.
@@ -70,32 +70,59 @@ struct UserSnapshotStore {
         """
     private static let balancesSQL = "SELECT user_id, currency, balance FROM consumable_balances WHERE user_id = ANY($1)"
 
-    /// The rows of the four results split by their `user_id`; every one of `userIDs` gets a snapshot.
-    private static func decode(_ results: [PostgresResult], _ userIDs: [String]) throws -> [String: UserSnapshot] {
-        var snapshots: [String: UserSnapshot] = [:]
-        snapshots.reserveCapacity(userIDs.count)
-        for userID in userIDs { snapshots[userID] = UserSnapshot(transactions: [], renewals: [], grants: [], balances: [:]) }
+    /// The rows of the four results split by their `user_id`: one snapshot for each of `userIDs`, in their order.
+    private static func decode(_ results: [PostgresResult], _ userIDs: [String]) throws -> [UserSnapshot] {
+        var snapshots = Array(repeating: UserSnapshot(transactions: [], renewals: [], grants: [], balances: [:]),
+                              count: userIDs.count)
+        let owners = OwnerPositions(userIDs)
         let transaction = try TransactionStore.OwnedDecoder(results[0])
-        for (owner, row) in zip(try owners(results[0]), results[0].rows) {
-            snapshots[owner]?.transactions.append(try transaction.decode(row))
+        for (owner, row) in zip(try owners.of(results[0]), results[0].rows) {
+            snapshots[owner].transactions.append(try transaction.decode(row))
         }
-        for (owner, renewal) in zip(try owners(results[1]), try renewals(results[1])) {
-            snapshots[owner]?.renewals.append(renewal)
+        for (owner, renewal) in zip(try owners.of(results[1]), try renewals(results[1])) {
+            snapshots[owner].renewals.append(renewal)
         }
-        for grant in try GrantStore.grants(results[2]) {
-            snapshots[grant.userID]?.grants.append(grant)
+        for (owner, grant) in zip(try owners.of(results[2]), try GrantStore.grants(results[2])) {
+            snapshots[owner].grants.append(grant)
         }
         let currency = try results[3].column("currency"), balance = try results[3].column("balance")
-        for (owner, row) in zip(try owners(results[3]), results[3].rows) {
-            snapshots[owner]?.balances[try row.string(currency)] = try row.int(balance)
+        for (owner, row) in zip(try owners.of(results[3]), results[3].rows) {
+            snapshots[owner].balances[try row.string(currency)] = try row.int(balance)
         }
         return snapshots
     }
 
-    /// The `user_id` of each row of `result`, in order.
-    private static func owners(_ result: PostgresResult) throws -> [String] {
-        let userID = try result.column("user_id")
-        return try result.rows.map { try $0.string(userID) }
+    /// Finds which of the users a row's `user_id` names by comparing its bytes, with no `String` made and nothing
+    /// hashed: first the user of the row before (PostgreSQL returns a user's rows together when it scans an index
+    /// for `= ANY`), then the others in turn (a batch has at most `UserSnapshotLoader.maxBatch`).
+    private struct OwnerPositions {
+        private let userIDs: [[UInt8]]
+
+        init(_ userIDs: [String]) {
+            self.userIDs = userIDs.map { Array($0.utf8) }
+        }
+
+        /// The position among the users of each row's `user_id` in `result`, in row order.
+        func of(_ result: PostgresResult) throws -> [Int] {
+            let column = try result.column("user_id")
+            var last = 0
+            return try result.rows.map { row in
+                last = try row.withBytes(column) { bytes in
+                    guard let bytes else { throw PostgresError(kind: .decoding, message: "column \"user_id\" is NULL") }
+                    if Self.same(bytes, userIDs[last]) { return last }
+                    guard let position = userIDs.firstIndex(where: { Self.same(bytes, $0) }) else {
+                        throw PostgresError(kind: .decoding, message: "a row's user_id is none of the users read")
+                    }
+                    return position
+                }
+                return last
+            }
+        }
+
+        private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ userID: [UInt8]) -> Bool {
+            bytes.count == userID.count
+                && (bytes.isEmpty || userID.withUnsafeBufferPointer { memcmp(bytes.baseAddress!, $0.baseAddress!, bytes.count) == 0 })
+        }
     }
 
     private static func renewals(_ result: PostgresResult) throws -> [RenewalInfo] {

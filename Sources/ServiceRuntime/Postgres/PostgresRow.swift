@@ -80,6 +80,12 @@ public struct PostgresRow: Sendable {
     /// `optionalDate(_:)` of a column resolved once for the result.
     public func optionalDate(_ column: PostgresColumn) throws -> Date? { try decode(column) }
 
+    /// Runs `body` on the text bytes of `column` (`nil` for NULL), valid only inside it: for comparing a value
+    /// without making a `String` of it.
+    public func withBytes<T>(_ column: PostgresColumn, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
+        try storage.withValue(index, column.position, body)
+    }
+
     private func optionalBytes(_ column: PostgresColumn) throws -> [UInt8]? {
         guard let text: String = try decode(column) else { return nil }
         guard let bytes = PostgresBytea.decode(text) else { throw notA("bytea", column) }
