@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import EntitlementModel
+import FakeAppStore
 @testable import EntitlementService
 @testable import ServiceRuntime
 
@@ -17,6 +19,13 @@ struct UserSnapshotLoaderTests {
                                                         key: ServiceHarness.adminKey)
                 #expect(granted.status == 201, "\(granted.text)")
             }
+            // Three of them also bought 100 coins: a transaction and a balance, rows of the other two tables.
+            let buyers = ["batch-2": "8300002", "batch-5": "8300005", "batch-9": "8300009"]
+            for (user, transactionID) in buyers {
+                var receipt = FakeReceipt(bundleID: ServiceHarness.bundleID)
+                receipt.addPurchase("com.example.coins.100", transactionID: transactionID, purchased: Date().addingTimeInterval(-60))
+                #expect(try await service.post(receipt, for: user).status == 200)
+            }
             let loader = service.application.snapshots
             let before = loader.readsBatched
             // Every user asked for at once, some twice: the first reads go alone, the rest wait and go together.
@@ -31,6 +40,8 @@ struct UserSnapshotLoaderTests {
                     #expect(snapshot.grants.map(\.entitlement) == ["e\(index)"], "\(user)")
                     #expect(snapshot.grants.allSatisfy { $0.userID == user && $0.reason == "r\(index)" }, "\(user)")
                 }
+                #expect(snapshot.transactions.map(\.transaction.transactionID) == buyers[user].map { [$0] } ?? [], "\(user)")
+                #expect(snapshot.balances == (buyers[user] == nil ? [:] : ["coins": 100]), "\(user)")
             }
             // The first reads go alone, one per connection; the rest wait and go in batches of `minBatch` (so few
             // reads are in the loader that the share never exceeds it).
