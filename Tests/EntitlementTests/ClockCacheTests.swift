@@ -108,4 +108,3 @@ extension ClockCache {
     /// A copy of the value for `key`, marked as recently used, as a read through `withValue` leaves it.
     mutating func value(for key: Key) -> Value? { withValue(for: key) { $0 } }
 }
-

@@ -1,7 +1,7 @@
-import Foundation
-import Testing
 import EntitlementModel
 import FakeAppStore
+import Foundation
+import Testing
 @testable import EntitlementService
 @testable import ServiceRuntime
 
