@@ -1,4 +1,4 @@
-import Foundation
+import ServiceRuntime
 
 /// A JSON document parsed into values (RFC 8259, strictly: UTF-8, no trailing commas, no comments, no NaN,
 /// nothing after the value), for the signed payloads the verifier reads on every request. Foundation's
@@ -302,7 +302,7 @@ struct JSONObject: Sendable {
     /// "\u{212A}" is "K" to it).
     private static func sameBytes(_ a: String, _ b: String) -> Bool {
         var (a, b) = (a, b)
-        return a.withUTF8 { a in b.withUTF8 { b in a.count == b.count && (a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0) } }
+        return a.withUTF8 { a in b.withUTF8 { b in a.sameBytes(as: b) } }
     }
 
     /// The distinct member names.

@@ -1,4 +1,4 @@
-import Foundation
+import ServiceRuntime
 
 /// Bytes as a dictionary key (a certificate's DER, a JWS header): equal only when every byte is, hashed by
 /// their count, their first 96 and their last 32 bytes. Hashing all of a 1–4 KB key on every lookup would cost
@@ -19,8 +19,6 @@ struct SampledBytes: Hashable, Sendable {
     }
 
     static func == (left: SampledBytes, right: SampledBytes) -> Bool {
-        left.bytes.count == right.bytes.count && left.bytes.withUnsafeBytes { a in
-            right.bytes.withUnsafeBytes { b in a.isEmpty || memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
-        }
+        left.bytes.withUnsafeBytes { a in right.bytes.withUnsafeBytes { b in a.sameBytes(as: b) } }
     }
 }

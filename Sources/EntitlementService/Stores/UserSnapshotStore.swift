@@ -121,8 +121,7 @@ struct UserSnapshotStore {
 
         /// True when `bytes` are exactly `userID`'s.
         private static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ userID: [UInt8]) -> Bool {
-            bytes.count == userID.count
-                && (bytes.isEmpty || userID.withUnsafeBufferPointer { memcmp(bytes.baseAddress!, $0.baseAddress!, bytes.count) == 0 })
+            userID.withUnsafeBufferPointer { bytes.sameBytes(as: $0) }
         }
     }
 

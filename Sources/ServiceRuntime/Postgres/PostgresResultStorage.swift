@@ -1,5 +1,3 @@
-import Foundation
-
 /// The column names and values of one result in one buffer, copied once out of libpq's memory: every name and
 /// every value back to back as UTF-8 text, and where each lies. Rows (`PostgresRow`) are views into it, so a
 /// result costs a few allocations however many rows and values it has, and a value becomes a `String` only when
@@ -71,10 +69,7 @@ final class PostgresResultStorage: Sendable {
         var name = name
         return name.withUTF8 { wanted in
             (0..<columnCount).first { column in
-                withBytes(of: spans[column]) { candidate in
-                    candidate!.count == wanted.count
-                        && (wanted.isEmpty || memcmp(candidate!.baseAddress!, wanted.baseAddress!, wanted.count) == 0)
-                }
+                withBytes(of: spans[column]) { $0!.sameBytes(as: wanted) }
             }
         }
     }
