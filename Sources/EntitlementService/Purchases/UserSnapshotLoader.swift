@@ -63,7 +63,8 @@ final class UserSnapshotLoader {
             let (users, positions) = Self.distinct(batch.map(\.userID))
             let snapshots: Result<[UserSnapshot], any Error>
             do {
-                snapshots = .success(try await self.store.snapshots(of: users, on: self.pool))
+                let read = try await self.store.snapshots(of: users, on: self.pool)
+                snapshots = .success(positions.map { read[$0] })  // one per read of the batch, in its order
             } catch {
                 snapshots = .failure(error)
             }
@@ -72,7 +73,7 @@ final class UserSnapshotLoader {
             self.batchesOut -= 1
             self.readsOut -= batch.count
             self.sendIfFree()
-            await self.deliver(snapshots.map { snapshots in positions.map { snapshots[$0] } }, to: batch)
+            await self.deliver(snapshots, to: batch)
         }
     }
 
