@@ -108,7 +108,6 @@ struct UserSnapshotStore {
             var last = 0
             return try result.rows.map { row in
                 last = try row.withBytes(column) { bytes in
-                    guard let bytes else { throw PostgresError(kind: .decoding, message: "column \"user_id\" is NULL") }
                     if Self.same(bytes, userIDs[last]) { return last }
                     guard let position = userIDs.firstIndex(where: { Self.same(bytes, $0) }) else {
                         throw PostgresError(kind: .decoding, message: "a row's user_id is none of the users read")

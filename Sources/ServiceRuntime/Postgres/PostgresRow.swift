@@ -80,10 +80,10 @@ public struct PostgresRow: Sendable {
     /// `optionalDate(_:)` of a column resolved once for the result.
     public func optionalDate(_ column: PostgresColumn) throws -> Date? { try decode(column) }
 
-    /// Runs `body` on the text bytes of `column` (`nil` for NULL), valid only inside it: for comparing a value
-    /// without making a `String` of it.
-    public func withBytes<T>(_ column: PostgresColumn, _ body: (UnsafeBufferPointer<UInt8>?) throws -> T) rethrows -> T {
-        try storage.withValue(index, column.position, body)
+    /// Runs `body` on the text bytes of `column`, valid only inside it: for comparing a value without making a
+    /// `String` of it. Throws as the typed accessors do when the value is NULL.
+    public func withBytes<T>(_ column: PostgresColumn, _ body: (UnsafeBufferPointer<UInt8>) throws -> T) throws -> T {
+        try storage.withValue(index, column.position) { try body(try required(column, $0)) }
     }
 
     private func optionalBytes(_ column: PostgresColumn) throws -> [UInt8]? {
