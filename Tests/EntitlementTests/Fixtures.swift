@@ -10,9 +10,12 @@ enum Fixtures {
         .appendingPathComponent("shared/fixtures/apple", isDirectory: true)
 
     /// Names of the JSON samples starting with `prefix`, sorted; empty when the directory is missing.
-    static func jsonNames(prefix: String) -> [String] {
+    static func jsonNames(prefix: String) -> [String] { names(prefix: prefix, suffix: ".json") }
+
+    /// Names of the samples starting with `prefix` and ending with `suffix`, sorted; empty when the directory is missing.
+    static func names(prefix: String, suffix: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(".json") }.sorted()
+        return names.filter { $0.hasPrefix(prefix) && $0.hasSuffix(suffix) }.sorted()
     }
 
     /// The bytes of one sample.

@@ -249,6 +249,27 @@ struct PurchaseFlowTests {
         }
     }
 
+    /// A real receipt of another app (the shared samples': a PKCS#7 app receipt and an iOS 6 transaction receipt)
+    /// reads as such locally: refused at once, naming the field, with nothing stored and Apple never asked.
+    @Test func aRealReceiptOfAnotherAppIsRefusedWithoutAskingApple() async throws {
+        try await ServiceHarness.run { service in
+            for (sample, bundle) in [("receipt_sandbox_autorenew_monthly_to_annual_revenuecat.b64", "com.revenuecat.sampleapp"),
+                                     ("receipt_ios6_transaction_sandbox_mindmob_inapppurchase.b64", "com.mindmobapp.MindMob")] {
+                let receiptData = String(decoding: try Fixtures.data(sample), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let body = String(decoding: try JSONEncoder().encode(["user_id": "foreign-user", "receipt_data": receiptData]), as: UTF8.self)
+                let answer = try await service.request("POST", "/v1/receipts", json: body)
+                #expect(answer.status == 422, "\(sample): \(answer.text)")
+                #expect(answer.headers["Content-Type"] == "application/problem+json")
+                let problem = try answer.json()
+                #expect(problem["field"] as? String == "receipt_data")
+                #expect(problem["detail"] as? String == "receipt is for \(bundle), not \(ServiceHarness.bundleID)")
+                #expect(problem["verification_id"] == nil && problem["apple_status"] == nil)
+            }
+            #expect(service.fake.state.counts.values.reduce(0, +) == 0)
+            #expect(try await service.sql("SELECT count(*) AS n FROM receipt_submissions").first?.int("n") == 0)
+        }
+    }
+
     @Test func wrongSharedSecretAnswers502AndKeepsTheSubmission() async throws {
         try await ServiceHarness.run(["APPLE_SHARED_SECRET": "not-the-right-secret"]) { service in
             let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ss-1", purchased: now) }

@@ -12,6 +12,9 @@ Usage: generate_cases.py OUT_DIR [--fixtures DIR]
    `notification_v2_*_body_*.json`, the JWS inside `api_response_*.json` and inside notifications).
 4. Asks Apple's official `app-store-server-library` (`SignedDataVerifier`, online checks off) for its verdict
    on each: "OK", the name of the `VerificationStatus` it raised, or "EXCEPTION:<class>" for anything else.
+5. Asks the same library's `ReceiptUtility` for the transaction id it extracts from every receipt of the
+   fixtures (`receipt_*.b64`: PKCS#7 app receipts and iOS 6 transaction receipts) and from broken copies of
+   them, for a parity test of our local receipt decoder.
 
 Writes OUT_DIR/cases.json. No private key is written anywhere.
 """
@@ -37,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.x509.oid import NameOID
 
 from appstoreserverlibrary.models.Environment import Environment
+from appstoreserverlibrary.receipt_utility import ReceiptUtility
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
 
 LEAF_MARKER = "1.2.840.113635.100.6.11.1"
@@ -917,6 +921,40 @@ SANITY = {
 
 # ---------------------------------------------------------------------------------------------------------------
 
+def receipt_cases(fixtures: str) -> list[dict]:
+    """Every receipt of the fixtures, and copies broken three ways, with what Apple's `ReceiptUtility` extracts:
+    `apple_transaction_id` (null when the receipt holds no in-app purchase) or `apple_error` (the exception)."""
+    utility = ReceiptUtility()
+    cases = []
+
+    def add(name, kind, data: bytes, source):
+        case = {"name": name, "kind": kind, "receipt_data": b64(data), "source": source}
+        try:
+            if kind == "transaction":
+                case["apple_transaction_id"] = utility.extract_transaction_id_from_transaction_receipt(b64(data))
+            else:
+                case["apple_transaction_id"] = utility.extract_transaction_id_from_app_receipt(b64(data))
+        except Exception as error:  # noqa: BLE001 - any refusal is a verdict
+            case["apple_error"] = type(error).__name__
+        cases.append(case)
+
+    for path in sorted(glob.glob(os.path.join(fixtures, "receipt_*.b64"))):
+        name = os.path.basename(path)[:-len(".b64")]
+        with open(path, "rb") as f:
+            data = base64.b64decode(f.read())
+        kind = "transaction" if name.startswith("receipt_ios6_") else "app"
+        source = f"fixture:{os.path.basename(path)}"
+        add(name, kind, data, source)
+        if kind == "app":
+            add(f"{name}__truncated_to_half", kind, data[:len(data) // 2], source)
+            # The content type pkcs7-signedData (1.2.840.113549.1.7.2) made pkcs7-data (…7.1).
+            oid = bytes.fromhex("2a864886f70d010702")
+            add(f"{name}__not_signed_data", kind, data.replace(oid, oid[:-1] + b"\x01", 1), source)
+        else:
+            add(f"{name}__without_purchase_info", kind, data.replace(b'"purchase-info"', b'"purchase-data"'), source)
+    return cases
+
+
 def versions() -> dict:
     out = {}
     for dist in ("app-store-server-library", "cryptography", "pyOpenSSL", "PyJWT", "cattrs"):
@@ -971,7 +1009,11 @@ def main(argv=None) -> int:
         return 3
 
     os.makedirs(args.out_dir, exist_ok=True)
-    out = {"generated_at": NOW_MS, "library": versions(), "cases": ordered}
+    receipts = receipt_cases(args.fixtures)
+    if not any(r.get("apple_transaction_id") for r in receipts):
+        print("harness sanity check failed: Apple's ReceiptUtility read no transaction id from the receipts", file=sys.stderr)
+        return 3
+    out = {"generated_at": NOW_MS, "library": versions(), "cases": ordered, "receipts": receipts}
     target = os.path.join(args.out_dir, "cases.json")
     with open(target + ".tmp", "w") as f:
         json.dump(out, f, indent=1)

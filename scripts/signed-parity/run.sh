@@ -36,10 +36,12 @@ mkdir -p "$OUT"
 
 "$VENV/bin/python" - "$OUT/cases.json" <<'PY'
 import collections, json, sys
-cases = json.load(open(sys.argv[1]))["cases"]
+document = json.load(open(sys.argv[1]))
+cases, receipts = document["cases"], document["receipts"]
 verdicts = collections.Counter(c["apple_verdict"] for c in cases)
 ok = verdicts.pop("OK", 0)
 rejected = ", ".join(f"{name} {count}" for name, count in sorted(verdicts.items(), key=lambda kv: (-kv[1], kv[0])))
 print(f"signed-parity: {len(cases)} cases ({sum(c['source'] == 'generated' for c in cases)} generated), "
-      f"{ok} OK, {sum(verdicts.values())} rejected ({rejected}) -> {sys.argv[1]}")
+      f"{ok} OK, {sum(verdicts.values())} rejected ({rejected}); {len(receipts)} receipts for ReceiptUtility "
+      f"({sum('apple_error' in r for r in receipts)} refused) -> {sys.argv[1]}")
 PY

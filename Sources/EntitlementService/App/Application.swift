@@ -74,7 +74,7 @@ final class Application {
         SystemRoutes(db: pool).register(on: router)
         ConsoleRoutes().register(on: router)
         PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(),
-                       catalog: catalog, cache: cache).register(on: v1)
+                       catalog: catalog, cache: cache, bundleID: configuration.appleBundleID).register(on: v1)
         StoreKitRoutes(db: pool, signatures: signatures, recorder: receipts.recorder, reader: reader, catalog: catalog).register(on: v1)
         let intake = NotificationIntake(signatures: signatures, db: pool, recorder: receipts.recorder, catalog: catalog,
                                         lease: Self.notificationLease)
@@ -101,6 +101,7 @@ final class Application {
         }
         AppleAdminRoutes(sync: sync, reader: reader).register(on: admin)
         LookupRoutes(lookup: CustomerLookup(db: pool)).register(on: admin)
+        ReceiptInspectionRoutes(db: pool, bundleID: configuration.appleBundleID).register(on: admin)
         CapabilityRoutes(appStoreServerAPI: sync != nil, webhooks: configuration.webhooks != nil).register(on: admin)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             host: configuration.listenAddress, port: configuration.port, maxConnections: configuration.maxConnections), router: router)

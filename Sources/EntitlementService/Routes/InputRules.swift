@@ -58,9 +58,14 @@ enum InputRules {
         throw ProblemError.badRequest("'\(name)' must be an RFC 3339 timestamp such as 2026-11-22T01:20:00Z.", field: name)
     }
 
-    /// Whether `value` is standard base64 (whitespace between groups tolerated, as Apple's own receipts have).
-    static func isBase64(_ value: String) -> Bool {
-        let compact = value.filter { !$0.isWhitespace }
-        return !compact.isEmpty && Data(base64Encoded: compact) != nil
+    /// The bytes of a posted `receipt_data`: standard base64, whitespace between groups tolerated (as Apple's own
+    /// receipts have). Empty is a 400; not base64 is a 422 "Receipt rejected", both naming the field.
+    static func receiptBytes(_ value: String) throws -> [UInt8] {
+        guard !value.isEmpty else { throw ProblemError.badRequest("'receipt_data' must not be empty.", field: "receipt_data") }
+        guard let bytes = Data(base64Encoded: value.filter { !$0.isWhitespace }), !bytes.isEmpty else {
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
+                               extra: ["field": "receipt_data"])
+        }
+        return Array(bytes)
     }
 }

@@ -14,6 +14,8 @@ struct PurchaseRoutes {
     let catalog: CatalogCache
     /// Answers of entitlement reads at the present time.
     let cache: EntitlementCache
+    /// `APPLE_BUNDLE_ID`: a receipt that reads as another app's is refused before it is stored or sent to Apple.
+    let bundleID: String?
 
     func register(on v1: RouterGroup) {
         v1.post("/receipts") { try await postReceipt($0, $1) }
@@ -38,12 +40,9 @@ struct PurchaseRoutes {
         let body = try request.decodeJSON(ReceiptBody.self)
         let userID = try InputRules.userID(body.userID)
         let orderID = try body.orderID.map { try InputRules.uuid($0, field: "order_id") }
-        guard !body.receiptData.isEmpty else {
-            throw ProblemError.badRequest("'receipt_data' must not be empty.", field: "receipt_data")
-        }
-        guard InputRules.isBase64(body.receiptData) else {
-            throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
-                               extra: ["field": "receipt_data"])
+        let bytes = try InputRules.receiptBytes(body.receiptData)
+        if let detail = LocalReceipt.rejection(bytes, expectedBundleID: bundleID) {
+            throw ProblemError(status: 422, title: "Receipt rejected", detail: detail, extra: ["field": "receipt_data"])
         }
         let (verificationID, outcome) = try await receipts.submit(
             userID: userID, receiptData: body.receiptData, orderID: orderID, waitMs: waitMs, actor: caller.keyID)
