@@ -54,6 +54,19 @@ public struct AppReceipt: Sendable, Hashable {
         public var isInIntroOfferPeriod: Bool?
         /// 1721.
         public var promotionalOfferID: String?
+
+        /// The purchase's original transaction id, or its own id when the receipt names none (a first purchase).
+        public var originalOrOwnTransactionID: String { originalTransactionID ?? transactionID }
+
+        init(quantity: Int?, productID: String, transactionID: String, originalTransactionID: String?,
+             purchaseDate: Date?, originalPurchaseDate: Date?) {
+            self.quantity = quantity
+            self.productID = productID
+            self.transactionID = transactionID
+            self.originalTransactionID = originalTransactionID
+            self.purchaseDate = purchaseDate
+            self.originalPurchaseDate = originalPurchaseDate
+        }
     }
 
     /// Reads the BER bytes of an app receipt (the base64-decoded `receipt-data`). Throws, naming what is
@@ -122,12 +135,9 @@ extension AppReceipt.Purchase {
         let attributes = try AppReceipt.attributes(set, of: path)
         guard let productID = try attributes.text(1702) else { throw ReceiptDecodingError("\(path) has no product_id (1702)") }
         guard let transactionID = try attributes.text(1703) else { throw ReceiptDecodingError("\(path) has no transaction_id (1703)") }
-        self.productID = productID
-        self.transactionID = transactionID
-        quantity = try attributes.integer(1701)
-        originalTransactionID = try attributes.text(1705)
-        purchaseDate = try attributes.date(1704)
-        originalPurchaseDate = try attributes.date(1706)
+        self.init(quantity: try attributes.integer(1701), productID: productID, transactionID: transactionID,
+                  originalTransactionID: try attributes.text(1705), purchaseDate: try attributes.date(1704),
+                  originalPurchaseDate: try attributes.date(1706))
         expiresDate = try attributes.date(1708)
         cancellationDate = try attributes.date(1712)
         webOrderLineItemID = try attributes.integer(1711)

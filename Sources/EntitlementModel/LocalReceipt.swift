@@ -23,6 +23,14 @@ public enum LocalReceipt: Sendable, Hashable {
         }
     }
 
+    /// The purchases the receipt holds: an app receipt's in-app purchases, a transaction receipt's one.
+    public var purchases: [AppReceipt.Purchase] {
+        switch self {
+        case .app(let receipt): receipt.inApp
+        case .transaction(let receipt): [receipt.purchase]
+        }
+    }
+
     /// The environment the receipt claims, in the API's words: `Production`, `Sandbox` (an app receipt's
     /// `ProductionSandbox`, a transaction receipt's `Sandbox`) or `Xcode`; nil for an app receipt older than its
     /// receipt type (attribute 0). A transaction receipt without `environment` is a Production one.

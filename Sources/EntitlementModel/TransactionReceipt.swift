@@ -56,6 +56,13 @@ public struct TransactionReceipt: Sendable, Hashable {
         originalPurchaseDate = try milliseconds("original-purchase-date-ms")
     }
 
+    /// The purchase in an app receipt's terms.
+    public var purchase: AppReceipt.Purchase {
+        AppReceipt.Purchase(quantity: quantity, productID: productID, transactionID: transactionID,
+                            originalTransactionID: originalTransactionID, purchaseDate: purchaseDate,
+                            originalPurchaseDate: originalPurchaseDate)
+    }
+
     /// A flat old-style dictionary of quoted strings: `{ "key" = "value"; … }` (a backslash escapes the next
     /// character). A key given twice is an error.
     private static func dictionary(_ bytes: [UInt8], of owner: String) throws(ReceiptDecodingError) -> [String: String] {
