@@ -11,7 +11,7 @@ and the source that wins; a grant and its revocation, each seen among the custom
 disabled without an App Store Server API key; a seeded customer; the markup user id shown as text with no script
 run; Revenue's chart drawn from the scenario's purchases, Production and Sandbox apart; the purchases CSV
 downloaded; Operations listing notifications, webhook deliveries (one redelivered and received again) and the
-audit log. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first failed check.
+audit log; Receipts reading a shared Apple receipt with each purchase's owner. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first failed check.
 """
 import base64
 import http.server
@@ -34,6 +34,8 @@ BASE, APP_KEY, ADMIN_KEY, SHOTS, HOOK_PORT = sys.argv[1:6]
 RUN = uuid.uuid4().hex[:8]
 XSS_USER = "<img src=x onerror=alert(1)>"
 MONTHLY, LIFETIME, COINS = "com.example.premium.monthly", "com.example.lifetime", "com.example.coins.100"
+FIXTURES = os.environ.get("APPLE_FIXTURES") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures", "apple")
+RECEIPT_USER, RECEIPT_ORIGINAL = "console-receipt-" + RUN, "1000000692878476"
 
 
 def call(method, path, body=None, key=APP_KEY):
@@ -78,6 +80,10 @@ def scenario():
         ids.append(str(7_000_000_000 + base * 10 + offset))
         answer = call("POST", "/v1/receipts", {"user_id": who, "receipt_data": receipt(ids[-1], product, environment)})
         check(answer.get("status") == "verified" and answer.get("environment") == environment, f"receipt for {who}: {answer}")
+    # The purchase of the shared RevenueCat receipt (original transaction 1000000692878476), owned here by a user of
+    # its own through a fake receipt, for the Receipts page.
+    answer = call("POST", "/v1/receipts", {"user_id": RECEIPT_USER, "receipt_data": receipt(RECEIPT_ORIGINAL, MONTHLY, "Production")})
+    check(answer.get("status") == "verified", f"the receipt page's purchase: {answer}")
     order = call("POST", "/v1/orders", {"user_id": user, "product_id": LIFETIME})
     # A second source of premium, shorter than the subscription: listed, but the subscription wins.
     call("POST", "/v1/admin/users/" + user + "/grants", {"entitlement": "premium", "duration": "P1D", "reason": "second source"}, key=ADMIN_KEY)
@@ -284,6 +290,27 @@ def main():
         by_id("ops-audit").find_element(By.XPATH, ".//button[contains(@class, 'user') and text()='%s']" % user).click()
         wait.until(lambda d: by_id("page-customers").is_displayed() and by_id("customer-id").text == user)
         check(True, "a user in the audit log opens the customer")
+
+        # Receipts: the shared RevenueCat receipt read, each purchase with its owner here; a user opens the customer.
+        driver.find_element(By.CSS_SELECTOR, "nav button[data-page=receipts]").click()
+        with open(os.path.join(FIXTURES, "receipt_sandbox_autorenew_monthly_to_annual_revenuecat.b64")) as f:
+            driver.execute_script("document.getElementById('receipt-data').value = arguments[0]", f.read().strip())
+        by_id("receipt-form").submit()
+        wait.until(lambda d: by_id("receipt").is_displayed() and rows("receipt-purchases"))
+        purchases, summary = rows("receipt-purchases"), by_id("receipt-summary").text
+        check(len(purchases) == 9 and all(r[2] == RECEIPT_ORIGINAL and r[6] == RECEIPT_USER for r in purchases),
+              f"the receipt's nine purchases, owned here by {RECEIPT_USER}: {purchases}")
+        check("com.revenuecat.sampleapp" in summary and "another app's" in summary and "Sandbox" in summary,
+              "the receipt's summary: " + summary.replace("\n", " | "))
+        shot("receipts")
+        by_id("receipt-purchases").find_element(By.XPATH, ".//button[contains(@class, 'user')]").click()
+        wait.until(lambda d: by_id("page-customers").is_displayed() and by_id("customer-id").text == RECEIPT_USER)
+        check(True, "a receipt's owner opens the customer")
+        driver.find_element(By.CSS_SELECTOR, "nav button[data-page=receipts]").click()
+        driver.execute_script("document.getElementById('receipt-data').value = arguments[0]", base64.b64encode(b"not a receipt").decode())
+        by_id("receipt-form").submit()
+        wait.until(lambda d: "Not a readable receipt" in by_id("message").text)
+        check(not by_id("receipt").is_displayed(), "an unreadable receipt is said so: " + by_id("message").text)
 
         # Nothing the policy refused, no script error.
         problems = [entry["message"] for entry in driver.get_log("browser")

@@ -79,7 +79,7 @@ function unavailable(container, what) {
 
 // ---- Pages
 
-const pages = ["sign-in", "customers", "revenue", "operations"];
+const pages = ["sign-in", "customers", "revenue", "operations", "receipts"];
 
 function show(page) {
   const signedIn = sessionStorage.getItem(KEY) !== null;
@@ -470,6 +470,33 @@ async function loadOperations() {
   ]);
 }
 
+// ---- Receipts
+
+/** Reads the pasted receipt (POST /v1/admin/receipts/inspect): what it claims, and each purchase's owner here. */
+async function readReceipt(event) {
+  event.preventDefault();
+  say("");
+  try {
+    const receipt = await api("/v1/admin/receipts/inspect", { method: "POST", body: JSON.stringify({ receipt_data: $("receipt-data").value }) });
+    const forThisApp = receipt.for_this_app === null ? "(APPLE_BUNDLE_ID not set)" : receipt.for_this_app ? "yes" : "no: another app's";
+    fillTable($("receipt-summary"), [
+      ["Format", receipt.format === "app_receipt" ? "app receipt" : "iOS 6 transaction receipt"], ["Bundle", receipt.bundle_id],
+      ["For this app", forThisApp], ["Environment", receipt.environment], ["App version", receipt.application_version],
+      ["Original app version", receipt.original_application_version], ["Created", receipt.created_at], ["Expires", receipt.expires_at],
+    ], [(r) => r[0], (r) => r[1]]);
+    fillTable($("receipt-purchases"), receipt.purchases, [
+      "product_id", "transaction_id", "original_transaction_id", "purchase_date", "expires_date", "cancellation_date",
+      (p) => userButton(p.user_id),
+    ]);
+    $("receipt").hidden = false;
+    say("Read " + receipt.purchases.length + " purchase(s); not verified with Apple.");
+  } catch (error) {
+    $("receipt").hidden = true;
+    if (error instanceof ApiError && error.status === 422) return say("Not a readable receipt: " + error.message, true);
+    report(error);
+  }
+}
+
 // ---- Wiring
 
 document.addEventListener("DOMContentLoaded", () => {
@@ -477,6 +504,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("find-form").addEventListener("submit", find);
   $("grant-form").addEventListener("submit", grant);
   $("attach-form").addEventListener("submit", attachOrder);
+  $("receipt-form").addEventListener("submit", readReceipt);
   $("refresh-apple").addEventListener("click", () => refreshFromApple().catch(report));
   $("transactions-more").addEventListener("click", () => more("transactions").catch(report));
   $("events-more").addEventListener("click", () => more("events").catch(report));
