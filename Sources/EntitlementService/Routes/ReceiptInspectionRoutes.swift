@@ -10,7 +10,7 @@ struct ReceiptInspectionRoutes {
     let db: PostgresPool
     /// `APPLE_BUNDLE_ID`, for `for_this_app`.
     let bundleID: String?
-    private let owners = OwnerStore()
+    private let ownerStore = OwnerStore()
 
     init(db: PostgresPool, bundleID: String?) {
         self.db = db
@@ -35,7 +35,7 @@ struct ReceiptInspectionRoutes {
             throw ProblemError(status: 422, title: "Receipt unreadable", detail: "'receipt_data' is not a receipt this service reads: \(error)",
                                extra: ["field": "receipt_data"])
         }
-        let owners = try await owners.owners(of: ReceiptInspectionBody.originalTransactionIDs(of: receipt), on: db)
+        let owners = try await ownerStore.owners(of: ReceiptInspectionBody.originalTransactionIDs(of: receipt), on: db)
         return .json(ReceiptInspectionBody(receipt: receipt, forThisApp: bundleID.map { $0 == receipt.bundleID }, owners: owners))
     }
 }
