@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, asks Apple's own
 # signed-data verifier for its verdicts (scripts/signed-parity/run.sh, for SignedDataParityTests), runs
-# `swift test`, then runs schemathesis (scripts/schemathesis.sh) against the real service started on that database,
-# and checks that service's /metrics afterwards with `promtool check metrics`.
+# `swift test`, then runs schemathesis (scripts/schemathesis.sh) and zzuf's receipt mutations (scripts/receipt-fuzz.sh)
+# against the real service started on that database, and checks that service's /metrics afterwards with
+# `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
 #
 # RELEASE_BUILD: `auto` (default) also builds the release product after the tests when no arguments were given
 # (a compiler crash may happen in release builds only), `1` always, `0` never.
 # SCHEMATHESIS: `auto` (default) runs it when no arguments were given, `1` always, `0` never.
 # SCHEMATHESIS_MAX_EXAMPLES (default 100) bounds its test cases per operation and phase.
+# RECEIPT_FUZZ_MUTATIONS (default 100): zzuf copies of each shared receipt.
 # SCHEMATHESIS_SEED (default 20261122, so that the test command gives the same answer twice) picks the
 # generated cases; `random` lets schemathesis draw a new seed (it prints it, for SEED=... to replay).
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -108,6 +110,8 @@ seed="${SCHEMATHESIS_SEED:-20261122}"
 if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
     BASE_URL="http://127.0.0.1:$SERVICE_PORT" APP_KEY="$APP_KEY" ADMIN_KEY="$ADMIN_KEY" \
         MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
+    # zzuf's mutations of the shared receipts against the local receipt reader: each answered 200 or 422.
+    scripts/receipt-fuzz.sh "http://127.0.0.1:$SERVICE_PORT" "$ADMIN_KEY" "${RECEIPT_FUZZ_MUTATIONS:-100}" || schemathesis_status=1
     # Its metrics after that traffic must pass Prometheus's own checks.
     if curl -fsS --max-time 10 "http://127.0.0.1:$SERVICE_PORT/metrics" -o "$WORK/metrics.txt" &&
         "$PROMTOOL" check metrics <"$WORK/metrics.txt"; then
