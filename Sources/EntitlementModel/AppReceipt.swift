@@ -72,6 +72,29 @@ public struct AppReceipt: Sendable, Hashable {
     /// Reads the BER bytes of an app receipt (the base64-decoded `receipt-data`). Throws, naming what is
     /// wrong, when they are not a PKCS#7 `SignedData` holding receipt attributes with a bundle identifier.
     public init(ber bytes: [UInt8]) throws(ReceiptDecodingError) {
+        let (signedData, attributes) = try Self.envelope(bytes)
+        certificates = signedData.children.dropFirst(3).first { $0.isContext(0) && $0.isConstructed }?
+            .children.map { Array($0.encoded) } ?? []
+        bundleID = try Self.bundleID(attributes)
+        receiptType = try attributes.text(0)
+        applicationVersion = try attributes.text(3)
+        originalApplicationVersion = try attributes.text(19)
+        creationDate = try attributes.date(12)
+        originalPurchaseDate = try attributes.date(18)
+        expirationDate = try attributes.date(21)
+        var inApp: [Purchase] = []
+        for (index, value) in attributes.all(17).enumerated() { inApp.append(try Purchase(value, at: "in_app[\(index)]")) }
+        self.inApp = inApp
+    }
+
+    /// The bundle identifier alone of the app receipt `bytes`: its purchases are not read (the bulk of a large
+    /// receipt). Throws as ``init(ber:)`` does for the envelope and the bundle.
+    public static func bundleID(ber bytes: [UInt8]) throws(ReceiptDecodingError) -> String {
+        try bundleID(envelope(bytes).attributes)
+    }
+
+    /// The `SignedData` of `bytes` and the receipt attributes it holds.
+    private static func envelope(_ bytes: [UInt8]) throws(ReceiptDecodingError) -> (signedData: BERNode, attributes: Attributes) {
         let signedData: BERNode, payload: BERNode
         do throws(BERError) {
             let contentInfo = try BERNode(bytes[...])
@@ -85,20 +108,12 @@ public struct AppReceipt: Sendable, Hashable {
         } catch {
             throw ReceiptDecodingError("not an app receipt (PKCS#7 SignedData): \(error)")
         }
-        certificates = signedData.children.dropFirst(3).first { $0.isContext(0) && $0.isConstructed }?
-            .children.map { Array($0.encoded) } ?? []
-        let attributes = try Self.attributes(payload, of: "the receipt")
+        return (signedData, try attributes(payload, of: "the receipt"))
+    }
+
+    private static func bundleID(_ attributes: Attributes) throws(ReceiptDecodingError) -> String {
         guard let bundleID = try attributes.text(2) else { throw ReceiptDecodingError("the receipt has no bundle identifier (2)") }
-        self.bundleID = bundleID
-        receiptType = try attributes.text(0)
-        applicationVersion = try attributes.text(3)
-        originalApplicationVersion = try attributes.text(19)
-        creationDate = try attributes.date(12)
-        originalPurchaseDate = try attributes.date(18)
-        expirationDate = try attributes.date(21)
-        var inApp: [Purchase] = []
-        for (index, value) in attributes.all(17).enumerated() { inApp.append(try Purchase(value, at: "in_app[\(index)]")) }
-        self.inApp = inApp
+        return bundleID
     }
 
     /// pkcs7-signedData, 1.2.840.113549.1.7.2, as its content octets.

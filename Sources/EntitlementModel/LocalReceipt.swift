@@ -46,7 +46,13 @@ public enum LocalReceipt: Sendable, Hashable {
     /// Nil when only Apple can judge them: no bundle is expected, it is this app's, or they do not read as a
     /// receipt here (Apple may still know the form).
     public static func rejection(_ bytes: [UInt8], expectedBundleID: String?) -> String? {
-        guard let expectedBundleID, let receipt = try? LocalReceipt(bytes), receipt.bundleID != expectedBundleID else { return nil }
-        return "receipt is for \(receipt.bundleID.prefix(255)), not \(expectedBundleID)"
+        guard let expectedBundleID, let bundleID = try? bundleID(of: bytes), bundleID != expectedBundleID else { return nil }
+        return "receipt is for \(bundleID.prefix(255)), not \(expectedBundleID)"
+    }
+
+    /// The bundle identifier of the receipt `bytes`, the one `LocalReceipt(bytes).bundleID` names, read without an
+    /// app receipt's purchases (so a receipt whose purchases do not read still names its bundle).
+    public static func bundleID(of bytes: [UInt8]) throws(ReceiptDecodingError) -> String {
+        bytes.first == 0x30 ? try AppReceipt.bundleID(ber: bytes) : try LocalReceipt(bytes).bundleID
     }
 }

@@ -256,6 +256,11 @@ private func date(_ text: String) throws -> Date { try #require(RFC3339.date(fro
         #expect(LocalReceipt.rejection(mindMob, expectedBundleID: "com.example.app") == "receipt is for com.mindmobapp.MindMob, not com.example.app")
         #expect(LocalReceipt.rejection(revenueCat, expectedBundleID: "com.revenuecat.sampleapp") == nil)
         #expect(LocalReceipt.rejection(revenueCat, expectedBundleID: nil) == nil)
+        // The bundle alone, as the refusal reads it, is the whole receipt's.
+        for name in Fixtures.names(prefix: "receipt_", suffix: ".b64") {
+            let bytes = try receiptBytes(name)
+            #expect(try LocalReceipt.bundleID(of: bytes) == LocalReceipt(bytes).bundleID, "\(name)")
+        }
         // What does not read here is Apple's to judge.
         #expect(LocalReceipt.rejection(Array("garbage".utf8), expectedBundleID: "com.example.app") == nil)
         #expect(LocalReceipt.rejection(Array(#"{"fake": {}}"#.utf8), expectedBundleID: "com.example.app") == nil)

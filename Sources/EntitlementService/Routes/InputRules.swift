@@ -59,10 +59,14 @@ enum InputRules {
     }
 
     /// The bytes of a posted `receipt_data`: standard base64, whitespace between groups tolerated (as Apple's own
-    /// receipts have). Empty is a 400; not base64 is a 422 "Receipt rejected", both naming the field.
+    /// receipts have). Empty is a 400; not base64 is a 422 "Receipt rejected", both naming the field. ASCII text
+    /// (every real receipt) is filtered byte by byte: filtering a 140 KB receipt by `Character` held the loop 6.5 ms.
     static func receiptBytes(_ value: String) throws -> [UInt8] {
         guard !value.isEmpty else { throw ProblemError.badRequest("'receipt_data' must not be empty.", field: "receipt_data") }
-        guard let bytes = Data(base64Encoded: value.filter { !$0.isWhitespace }), !bytes.isEmpty else {
+        let compact = value.utf8.allSatisfy { $0 < 0x80 }
+            ? Data(value.utf8.filter { !(0x09...0x0D).contains($0) && $0 != 0x20 })  // ASCII's White_Space
+            : Data(value.filter { !$0.isWhitespace }.utf8)
+        guard let bytes = Data(base64Encoded: compact), !bytes.isEmpty else {
             throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
                                extra: ["field": "receipt_data"])
         }

@@ -10,12 +10,7 @@ struct ReceiptInspectionRoutes {
     let db: PostgresPool
     /// `APPLE_BUNDLE_ID`, for `for_this_app`.
     let bundleID: String?
-    private let ownerStore = OwnerStore()
-
-    init(db: PostgresPool, bundleID: String?) {
-        self.db = db
-        self.bundleID = bundleID
-    }
+    let ownerStore = OwnerStore()
 
     func register(on admin: RouterGroup) {
         admin.post("/receipts/inspect") { request, _ in try await inspect(request) }
