@@ -54,6 +54,23 @@ struct ReceiptInspectionRouteTests {
         }
     }
 
+    /// Whitespace between base64 groups is tolerated, as in Apple's own line-wrapped receipts (and any Unicode
+    /// whitespace, read by the slower path for text that is not ASCII).
+    @Test func lineWrappedReceiptDataReads() async throws {
+        try await ServiceHarness.run { service in
+            let text = try sample("receipt_xcode_autorenew_applelib.b64")
+            var groups: [String] = []
+            var rest = Substring(text)
+            while !rest.isEmpty { groups.append(String(rest.prefix(76))); rest = rest.dropFirst(76) }
+            for wrapped in [groups.joined(separator: "\r\n"), " \t" + groups.joined(separator: "\n") + "\n", groups.joined(separator: "\u{2028}")] {
+                let answer = try await inspect(service, wrapped)
+                #expect(answer.status == 200, "\(answer.text)")
+                #expect(try answer.json()["bundle_id"] as? String == "com.example.naturelab.backyardbirds.example")
+            }
+            #expect(try await inspect(service, groups.joined(separator: "\u{00E9}")).status == 422)
+        }
+    }
+
     @Test func whatDoesNotReadIsA422NamingTheField() async throws {
         try await ServiceHarness.run { service in
             for (receiptData, status, title) in [
