@@ -178,7 +178,7 @@ public final class ServerAPIClient {
                 "endpoint": endpoint.rawValue, "environment": environment.rawValue, "http_status": response.status,
                 "error_code": errorCode, "duration_ms": EventLoop.shared.now &- started,
             ])
-            let status = ServerAPIStatus(httpStatus: response.status, errorCode: errorCode, retryAfter: response.header("Retry-After"))
+            let status = ServerAPIStatus(httpStatus: response.status, errorCode: errorCode, retryAfter: response.header("Retry-After"), now: Date())
             return (status, response.status == 200 ? response.body : [])
         } catch {
             let failure: ServerAPITransportFailure = error.kind == .timeout ? .timeout : .connectionError(error.description)

@@ -39,17 +39,6 @@ public struct Catalog: Sendable, Hashable, Codable {
         positions[id]
     }
 
-    /// This catalog with `product` added at the end, or replacing the product with the same id in place.
-    public func upserting(_ product: Product) -> Catalog {
-        var products = products
-        if let position = positions[product.productID] {
-            products[position] = product
-        } else {
-            products.append(product)
-        }
-        return Catalog(unchecked: products)
-    }
-
     private enum CodingKeys: String, CodingKey {
         case products
     }
@@ -111,6 +100,16 @@ public struct Product: Sendable, Hashable, Codable {
     public let priceCurrency: String?
     /// The subscription group; when nil, the transaction's own `subscriptionGroupIdentifier` is used.
     public let subscriptionGroup: String?
+
+    /// True when `other` unlocks for its owners exactly what this product does: the same type, entitlements,
+    /// duration and subscription group, the only fields the entitlement rules read. Replacing one with the other
+    /// changes no one's entitlements; prices, and a consumable's `currency` and `amount` (credited once, at
+    /// purchase), may differ. A missing product (`nil`) never unlocks alike.
+    public func unlocksAlike(_ other: Product?) -> Bool {
+        guard let other else { return false }
+        return productID == other.productID && type == other.type && Set(entitlements) == Set(other.entitlements)
+            && duration == other.duration && subscriptionGroup == other.subscriptionGroup
+    }
 
     /// A validated product; throws ``CatalogError`` naming the field (`duration`, `entitlements[1]`, ...).
     public init(

@@ -4,7 +4,7 @@ extension DerivedEntitlementEvent {
     /// The event a change from `before` to `after` calls for, or nil when the user's state did not change
     /// (an event is due exactly when what `GET /v1/users/{user_id}/entitlements` answers changes).
     ///
-    /// Admin actions, spends, transfers and time name their own type. For Apple's data the type comes from
+    /// Admin actions (grants and catalog changes), spends, transfers and time name their own type. For Apple's data the type comes from
     /// the difference itself, entitlement by entitlement, and the most significant one names the event
     /// (refund, revoke, refund reversed, product change, a purchase, renewal, billing issue, expiration,
     /// cancellation, uncancellation, then consumable credits):
@@ -31,6 +31,8 @@ extension DerivedEntitlementEvent {
             return DerivedEntitlementEvent(type: .grantRevoked)
         case .consumableSpent:
             return DerivedEntitlementEvent(type: .consumableSpent)
+        case .catalogChanged(let productID):
+            return DerivedEntitlementEvent(type: .catalogChange, productID: productID)
         case .transferredIn(let from):
             return DerivedEntitlementEvent(type: .transfer, transferredFrom: from)
         case .transferredOut(let to):

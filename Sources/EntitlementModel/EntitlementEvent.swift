@@ -23,6 +23,8 @@ public enum EntitlementEventType: String, Sendable, Hashable, Codable, CaseItera
     case grant
     case grantRevoked = "grant_revoked"
     case consumableSpent = "consumable_spent"
+    /// An admin changed what a product the user owns unlocks (as built: not in API.md's list).
+    case catalogChange = "catalog_change"
 }
 
 /// What a user holds as `GET /v1/users/{user_id}/entitlements` answers it, without its instant: an event is
@@ -77,6 +79,8 @@ public enum EntitlementChangeCause: Sendable, Hashable {
     case grant(id: String)
     case grantRevoked(id: String)
     case consumableSpent(currency: String)
+    /// The catalog entry of this product, which the user owns, changed what it unlocks.
+    case catalogChanged(productID: String)
     /// Time alone: an entitlement's end passed.
     case timePassed
 }

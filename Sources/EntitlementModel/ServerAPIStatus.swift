@@ -30,8 +30,8 @@ public enum ServerAPIStatus: Sendable, Hashable {
     public static let notFoundErrorCodes: Set<Int> = [4_040_005, 4_040_010]
 
     /// Classifies an answer: its HTTP status, Apple's `errorCode` from the body (when it has one) and the
-    /// `Retry-After` header's value.
-    public init(httpStatus: Int, errorCode: Int?, retryAfter: String?) {
+    /// `Retry-After` header's value, received at `now`.
+    public init(httpStatus: Int, errorCode: Int?, retryAfter: String?, now: Date) {
         if let errorCode, Self.retryableErrorCodes.contains(errorCode) {
             self = .retryable(errorCode: errorCode)
             return
@@ -43,7 +43,7 @@ public enum ServerAPIStatus: Sendable, Hashable {
         self = switch httpStatus {
         case 200: .ok
         case 401: .unauthorized
-        case 429: .rateLimited(retryAfter: retryAfter.flatMap { Self.retryAfterDate($0) })
+        case 429: .rateLimited(retryAfter: retryAfter.flatMap { Self.retryAfterDate($0, now: now) })
         case 408, 500...599: .retryable(errorCode: errorCode)
         default: .rejected(errorCode: errorCode)
         }
@@ -56,7 +56,7 @@ public enum ServerAPIStatus: Sendable, Hashable {
 
     /// Apple's `Retry-After`: a UNIX time in milliseconds. A small number (under ten years of seconds) is read
     /// as HTTP's delay in seconds instead, relative to `now`, so a proxy's header is not misread as 1970.
-    public static func retryAfterDate(_ value: String, now: Date = Date()) -> Date? {
+    public static func retryAfterDate(_ value: String, now: Date) -> Date? {
         guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number >= 0, number.isFinite else { return nil }
         if number < 315_360_000 { return now.addingTimeInterval(number) }
         return Date(timeIntervalSince1970: number / 1000)

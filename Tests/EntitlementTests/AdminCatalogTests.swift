@@ -52,6 +52,63 @@ extension AdminTests {
             }
         }
 
+        /// A product's catalog entry decides what its owners hold: changing what it unlocks writes a
+        /// `catalog_change` event for each owner whose entitlements change, in the change's transaction; a change
+        /// that unlocks the same (a price, the entitlements reordered) writes none.
+        @Test @Loop func aChangeOfWhatAProductUnlocksWritesAnEventForEachOwner() async throws {
+            try await AdminHarness.run { service in
+                let now = Date()
+                for (user, id) in [("owner-a", "8000001"), ("owner-b", "8000002")] {
+                    var receipt = FakeReceipt(bundleID: AdminHarness.bundleID)
+                    receipt.addPurchase("com.example.lifetime", transactionID: id, purchased: now.addingTimeInterval(-3_600))
+                    #expect(try await service.post(receipt, for: user).status == 200)
+                }
+                var subscription = FakeReceipt(bundleID: AdminHarness.bundleID)
+                subscription.addSubscription("com.example.premium.monthly", originalTransactionID: "8000003",
+                                             start: now.addingTimeInterval(-86_400), period: ISODuration(months: 1))
+                #expect(try await service.post(subscription, for: "bystander").status == 200)
+                let events = { @Loop in
+                    try await service.sql("SELECT user_id, type, payload FROM webhook_events ORDER BY position").map {
+                        (try $0.string("user_id"), try $0.string("type"), try $0.string("payload"))
+                    }
+                }
+                let purchases = try await events()
+                #expect(purchases.map(\.1) == ["non_consumable_purchase", "non_consumable_purchase", "initial_purchase"])
+
+                // Unlocking the same: a new price, then the same entitlements reordered.
+                let put = { @Loop (body: String) in
+                    try await service.call("PUT", "/v1/admin/products/com.example.lifetime", body: body)
+                }
+                #expect(try await put(#"{"type": "non_consumable", "entitlements": ["pro"], "price": "24.99", "price_currency": "EUR"}"#).status == 200)
+                #expect(try await events().count == 3)
+
+                // Unlocking more: each owner's answer changes, and so each gets its event; the bystander none.
+                #expect(try await put(#"{"type": "non_consumable", "entitlements": ["pro", "extras"]}"#).status == 200)
+                let changed = try await events().dropFirst(3)
+                #expect(changed.map(\.0).sorted() == ["owner-a", "owner-b"])
+                for (user, type, payload) in changed {
+                    #expect(type == "catalog_change")
+                    let body = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+                    #expect(body["type"] as? String == "catalog_change")
+                    #expect(body["product_id"] as? String == "com.example.lifetime")
+                    #expect(body["sequence"] as? Int == 2)
+                    #expect((body["entitlements"] as? [String: Any]).map { Set($0.keys) } == ["pro", "extras"], "\(user)")
+                    #expect(try await service.entitlement("extras", of: user)?["active"] as? Bool == true)
+                }
+                #expect(try await put(#"{"type": "non_consumable", "entitlements": ["extras", "pro"]}"#).status == 200)
+                #expect(try await events().count == 5)
+
+                // A product nobody owns changes no one.
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.new",
+                                               body: #"{"type": "non_consumable", "entitlements": ["pro"]}"#).status == 201)
+                #expect(try await events().count == 5)
+                // Unlocking less takes it away again, with its event.
+                #expect(try await put(#"{"type": "non_consumable", "entitlements": ["pro"]}"#).status == 200)
+                #expect(try await events().dropFirst(5).map(\.1) == ["catalog_change", "catalog_change"])
+                #expect(try await service.entitlement("extras", of: "owner-a") == nil)
+            }
+        }
+
         @Test @Loop func everyFieldSurvivesTheDatabase() async throws {
             try await AdminHarness.run { service in
                 // Names with what PostgreSQL's array text form would have to quote or escape.

@@ -85,6 +85,25 @@ import EntitlementModel
         }
     }
 
+    /// What decides a catalog change's events: only the fields the entitlement rules read.
+    @Test func productsUnlockAlikeWhenTypeEntitlementsDurationAndGroupAgree() throws {
+        let pass = try Product(productID: "p.pass", type: .nonRenewing, entitlements: ["a", "b"], duration: ISODuration(months: 1),
+                               subscriptionGroup: "g")
+        let repriced = try Product(productID: "p.pass", type: .nonRenewing, entitlements: ["b", "a"], duration: ISODuration(months: 1),
+                                   currency: "coins", amount: 3, price: "1.99", priceCurrency: "EUR", subscriptionGroup: "g")
+        #expect(pass.unlocksAlike(repriced) && repriced.unlocksAlike(pass))
+        #expect(!pass.unlocksAlike(nil))
+        for other in [
+            try Product(productID: "p.pass", type: .nonRenewing, entitlements: ["a"], duration: ISODuration(months: 1), subscriptionGroup: "g"),
+            try Product(productID: "p.pass", type: .nonRenewing, entitlements: ["a", "b"], duration: ISODuration(months: 2), subscriptionGroup: "g"),
+            try Product(productID: "p.pass", type: .nonRenewing, entitlements: ["a", "b"], duration: ISODuration(months: 1)),
+            try Product(productID: "p.pass", type: .nonConsumable, entitlements: ["a", "b"], duration: ISODuration(months: 1), subscriptionGroup: "g"),
+            try Product(productID: "p.other", type: .nonRenewing, entitlements: ["a", "b"], duration: ISODuration(months: 1), subscriptionGroup: "g"),
+        ] {
+            #expect(!pass.unlocksAlike(other), "\(other)")
+        }
+    }
+
     @Test func validatesProductsMadeInCode() throws {
         let product = try Product(productID: "p.coins", type: .consumable, currency: "coins", amount: 10)
         #expect(product.entitlements.isEmpty)
@@ -185,20 +204,5 @@ import EntitlementModel
         #expect(throws: CatalogError(field: "products[1].product_id", reason: "repeats product \"p.a\"")) {
             try Catalog(products: [product, product])
         }
-    }
-
-    @Test func upsertsProducts() throws {
-        let first = try Product(productID: "p.a", type: .nonConsumable, entitlements: ["a"])
-        let second = try Product(productID: "p.b", type: .nonConsumable, entitlements: ["b"])
-        let catalog = try Catalog(products: [first, second])
-        let replacement = try Product(productID: "p.a", type: .nonConsumable, entitlements: ["a", "extra"])
-        let replaced = catalog.upserting(replacement)
-        #expect(replaced.products.map(\.productID) == ["p.a", "p.b"])
-        #expect(replaced.product("p.a") == replacement)
-
-        let added = replaced.upserting(try Product(productID: "p.c", type: .nonConsumable, entitlements: ["c"]))
-        #expect(added.products.map(\.productID) == ["p.a", "p.b", "p.c"])
-        #expect(added.product("p.c")?.entitlements == ["c"])
-        #expect(catalog.product("p.c") == nil)
     }
 }

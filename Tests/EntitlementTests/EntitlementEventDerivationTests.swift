@@ -186,6 +186,19 @@ import Testing
                                                cause: Self.appStore([], new: []))?.type == .grantRevoked)
     }
 
+    @Test func aCatalogChangeNamesItselfAndTheProduct() throws {
+        let at = Self.start.addingTimeInterval(60)
+        let lifetime = StoreTransaction(transactionID: "300", originalTransactionID: "300", productID: "lifetime", purchaseDate: Self.start)
+        let more = try Catalog(products: Self.catalog.products.map {
+            $0.productID == "lifetime" ? try Product(productID: "lifetime", type: .nonConsumable, entitlements: ["pro", "extras"]) : $0
+        })
+        let before = Self.state([lifetime], at: at)
+        let event = DerivedEntitlementEvent.derive(before: before, after: Self.state([lifetime], catalog: more, at: at),
+                                                   cause: .catalogChanged(productID: "lifetime"))
+        #expect(event == DerivedEntitlementEvent(type: .catalogChange, productID: "lifetime"))
+        #expect(DerivedEntitlementEvent.derive(before: before, after: before, cause: .catalogChanged(productID: "lifetime")) == nil)
+    }
+
     @Test func upgradeWithinTheGroupIsAProductChange() {
         let monthly = Self.subscription("100", month: 0)
         var upgraded = monthly

@@ -2,7 +2,8 @@ import Foundation
 import Testing
 
 /// The rules of ARCHITECTURE.md that a reading of the sources can check: the service's SQL lives in its stores,
-/// the runtime knows nothing of the domain, the model does no I/O, and the executable declares nothing public.
+/// the runtime knows nothing of the domain, the model does no I/O and reads no clock, the service reaches C only to
+/// run its worker processes, and the executable declares nothing public.
 @Suite struct LayerRulesTests {
     private static let sources = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // EntitlementTests
@@ -45,6 +46,18 @@ import Testing
         for (path, text) in try Self.files(of: "EntitlementModel") {
             for module in ["CUV", "CPostgres", "CCurl", "ServiceRuntime", "Dispatch"] {
                 #expect(!text.contains("import \(module)\n"), "EntitlementModel/\(path) imports \(module)")
+            }
+        }
+        // The model knows no time but what it is given.
+        for (path, text) in try Self.files(of: "EntitlementModel") {
+            for line in Self.codeLines(text) where line.contains("Date()") || line.contains("Date.now") {
+                Issue.record("EntitlementModel/\(path) reads the clock: \(line.trimmingCharacters(in: .whitespaces))")
+            }
+        }
+        // The service reaches C only to run its worker processes.
+        for (path, text) in try Self.files(of: "EntitlementService") where path != "App/WorkerProcesses.swift" {
+            for module in ["CUV", "CPostgres", "CCurl"] {
+                #expect(!text.contains("import \(module)\n"), "EntitlementService/\(path) imports \(module)")
             }
         }
     }

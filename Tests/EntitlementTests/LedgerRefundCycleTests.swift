@@ -43,10 +43,10 @@ struct LedgerRefundCycleTests {
         try await TestDatabase.withMigratedDatabase { _, pool in
             let recorder = PurchaseRecorder(db: pool, restorePolicy: .transfer,
                                             events: EventRecorder(catalog: CatalogCache(db: pool), delivers: false))
-            let catalog = try Catalog(json: Data(ServiceHarness.catalog.utf8))
+            try await TestDatabase.storeHarnessCatalog(on: pool)
             try await body(pool) { transaction, user in
                 _ = try await recorder.record(transactions: [transaction], renewals: [], latestReceipt: nil, appleStatus: 0, environment: .sandbox,
-                                              catalog: catalog, context: .init(poster: user, movesOwnership: true, actor: "test", claim: nil, orderID: nil))
+                                              context: .init(poster: user, movesOwnership: true, actor: "test", claim: nil, orderID: nil))
             }
         }
     }

@@ -125,7 +125,6 @@ import Testing
     /// each, as a first purchase whose period has ended; their original transaction ids.
     @Loop private func seed(_ count: Int, _ service: ServiceHarness) async throws -> [String] {
         let now = Date().milliseconds
-        let catalog = try await service.application.receipts.catalog.current()
         let recorder = service.application.receipts.recorder
         var originals: [String] = []
         for start in stride(from: 0, to: count, by: 8) {
@@ -146,7 +145,7 @@ import Testing
                 recordings.append(Task { @Loop in
                     _ = try await recorder.record(
                         transactions: [transaction], renewals: [renewal], latestReceipt: nil, appleStatus: 0, environment: .production,
-                        catalog: catalog, context: .init(poster: "storm-user-\(index)", movesOwnership: true, actor: "storm-seed", claim: nil, orderID: nil))
+                        context: .init(poster: "storm-user-\(index)", movesOwnership: true, actor: "storm-seed", claim: nil, orderID: nil))
                 })
             }
             for recording in recordings { try await recording.value }

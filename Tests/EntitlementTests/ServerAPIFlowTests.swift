@@ -16,16 +16,16 @@ import Testing
         (404, 4_040_003, .rejected(errorCode: 4_040_003)), (403, nil, .rejected(errorCode: nil)),
     ] as [(Int, Int?, ServerAPIStatus)])
     func everyStatusHasItsClass(http: Int, errorCode: Int?, expected: ServerAPIStatus) {
-        #expect(ServerAPIStatus(httpStatus: http, errorCode: errorCode, retryAfter: nil) == expected)
+        #expect(ServerAPIStatus(httpStatus: http, errorCode: errorCode, retryAfter: nil, now: Date()) == expected)
     }
 
     @Test func retryAfterIsAUnixTimeInMilliseconds() {
-        let status = ServerAPIStatus(httpStatus: 429, errorCode: 4_290_000, retryAfter: "1767225600000")
+        let status = ServerAPIStatus(httpStatus: 429, errorCode: 4_290_000, retryAfter: "1767225600000", now: Date())
         #expect(status == .rateLimited(retryAfter: Date(timeIntervalSince1970: 1_767_225_600)))
         let now = Date(timeIntervalSince1970: 1_000)
         #expect(ServerAPIStatus.retryAfterDate("30", now: now) == now.addingTimeInterval(30))
         #expect(ServerAPIStatus.retryAfterDate("soon", now: now) == nil)
-        #expect(ServerAPIStatus(httpStatus: 429, errorCode: nil, retryAfter: nil) == .rateLimited(retryAfter: nil))
+        #expect(ServerAPIStatus(httpStatus: 429, errorCode: nil, retryAfter: nil, now: Date()) == .rateLimited(retryAfter: nil))
     }
 
     @Test func transportFailuresAreRetryable() {

@@ -120,11 +120,11 @@ struct StoreKitStoreTests {
         try await TestDatabase.withMigratedDatabase { _, pool in
             let recorder = PurchaseRecorder(db: pool, restorePolicy: .transfer,
                                             events: EventRecorder(catalog: CatalogCache(db: pool), delivers: false))
-            let catalog = try Catalog(json: Data(ServiceHarness.catalog.utf8))
+            try await TestDatabase.storeHarnessCatalog(on: pool)
             let t = { (seconds: Double) in Date(timeIntervalSince1970: 1_800_000_000 + seconds) }
             let record = { (transaction: StoreTransaction) in
                 _ = try await recorder.record(transactions: [transaction], renewals: [], latestReceipt: nil, appleStatus: 0, environment: .sandbox,
-                                              catalog: catalog, context: .init(poster: "u", movesOwnership: true, actor: "test", claim: nil, orderID: nil))
+                                              context: .init(poster: "u", movesOwnership: true, actor: "test", claim: nil, orderID: nil))
             }
             let stored = {
                 let row = try await pool.query("SELECT cancellation_date, expires_date, signed_date FROM app_store_transactions WHERE transaction_id = 's-1'", []).single()

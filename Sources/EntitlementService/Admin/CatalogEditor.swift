@@ -2,33 +2,81 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// Catalog changes through the admin API: one product created or replaced per call, audited in the same
-/// transaction, and this instance's catalog cache dropped at once so its next request sees the change.
+/// Catalog changes: one product created or replaced per call through the admin API (audited), or those of the
+/// `PRODUCTS_FILE` that differ from what is stored, at start. Each product is its own transaction, which holds the
+/// catalog exclusively (``ProductStore/holdCatalogExclusively(on:)``: writers evaluating users wait, and changes
+/// take turns) and, when the product unlocks something else than before, writes a `catalog_change` event for each
+/// of its owners whose entitlements change. This instance's catalog cache is dropped at once after it.
 @Loop
 struct CatalogEditor {
     let db: PostgresPool
-    let catalog: CatalogCache
+    let events: EventRecorder
     private let products = ProductStore()
+    private let owners = OwnerStore()
     private let audit = AuditStore()
 
-    init(db: PostgresPool, catalog: CatalogCache) {
+    init(db: PostgresPool, events: EventRecorder) {
         self.db = db
-        self.catalog = catalog
+        self.events = events
     }
 
     /// Stores `product` as `actor`; true when it was new, false when it replaced an entry.
     func put(_ product: Product, actor: String) async throws -> Bool {
+        try await change(product, actor: actor)
+    }
+
+    /// Stores every product of the catalog file at `path` that is new or differs from the stored one; returns
+    /// how many the file holds and how many were stored.
+    func importFile(_ path: String) async throws -> (products: Int, stored: Int) {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CatalogFileError(path: path, problem: "cannot be read")
+        }
+        let file: Catalog
+        do {
+            file = try Catalog(json: data)
+        } catch {
+            throw CatalogFileError(path: path, problem: String(describing: error))
+        }
+        let stored = try await products.catalog(on: db)
+        var count = 0
+        for product in file.products where stored.product(product.productID) != product {
+            try await change(product, actor: nil)
+            count += 1
+        }
+        return (file.products.count, count)
+    }
+
+    /// Stores `product` in one transaction with the events of its owners and, for an admin (`actor`), the audit
+    /// row; true when the product was new.
+    private func change(_ product: Product, actor: String?) async throws -> Bool {
+        let now = Date()
         let created = try await db.transaction { connection in
-            // Concurrent PUTs of one id take turns, so exactly one of them reports the creation.
-            try await products.lock(product.productID, on: connection)
+            try await products.holdCatalogExclusively(on: connection)
             let before = try await products.product(product.productID, on: connection)
+            if actor == nil && before == product { return false }  // the file's entry, stored meanwhile
+            let owners = product.unlocksAlike(before) ? [] : try await owners.owners(ofProduct: product.productID, on: connection)
+            // The owners' heads are locked and what they hold read under the catalog as it was.
+            let watch = owners.isEmpty ? nil : try await events.watch(owners, now: now, on: connection)
             try await products.upsert(product, on: connection)
-            try await audit.record(actor: actor, action: .productPut, subject: product.productID, userID: nil,
-                                   before: try before.map { try PostgresJSON(encoding: $0) }, after: try PostgresJSON(encoding: product),
-                                   on: connection)
+            if let actor {
+                try await audit.record(actor: actor, action: .productPut, subject: product.productID, userID: nil,
+                                       before: try before.map { try PostgresJSON(encoding: $0) }, after: try PostgresJSON(encoding: product),
+                                       on: connection)
+            }
+            if var watch {
+                watch.catalog = try await products.catalog(on: connection)
+                try await events.finish(watch, cause: { _ in .catalogChanged(productID: product.productID) }, on: connection)
+            }
             return before == nil
         }
-        catalog.invalidate()
+        events.catalog.invalidate()
         return created
     }
+}
+
+/// `PRODUCTS_FILE` could not be used.
+struct CatalogFileError: Error, CustomStringConvertible {
+    var path: String
+    var problem: String
+    var description: String { "PRODUCTS_FILE \(path) \(problem)" }
 }

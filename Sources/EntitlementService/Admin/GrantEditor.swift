@@ -18,9 +18,8 @@ struct GrantEditor {
 
     /// Records a new grant by `actor` and its `grant.create` audit event; returns the grant.
     func create(userID: String, entitlement: String, expiresAt: Date?, reason: String, actor: String, now: Date) async throws -> GrantRecord {
-        let catalog = try await events.catalog.current()
         return try await db.transaction { connection in
-            let watch = try await events.watch([userID], catalog: catalog, now: now, on: connection)
+            let watch = try await events.watch([userID], now: now, on: connection)
             let record = try await grants.create(id: UUID(), userID: userID, entitlement: entitlement, expiresAt: expiresAt,
                                                  reason: reason, actor: actor, now: now, on: connection)
             try await audit.record(actor: actor, action: .grantCreate, subject: record.grant.id, userID: userID,
@@ -33,11 +32,10 @@ struct GrantEditor {
     /// Revokes the grant whose `grant_id` is `id` as `actor` at `now`, auditing it; a grant revoked before is
     /// answered as it stands (revoking is idempotent and audited once). Nil when there is no such grant.
     func revoke(id: UUID, actor: String, now: Date) async throws -> GrantRecord? {
-        let catalog = try await events.catalog.current()
         return try await db.transaction { connection in
             guard let before = try await grants.lockedRecord(id: id, on: connection) else { return nil }
             guard before.grant.revokedAt == nil else { return before }
-            let watch = try await events.watch([before.grant.userID], catalog: catalog, now: now, on: connection)
+            let watch = try await events.watch([before.grant.userID], now: now, on: connection)
             let revokedAt = max(GrantStore.wholeSecond(now), before.grant.createdAt)
             var after = before
             after.grant.revokedAt = revokedAt

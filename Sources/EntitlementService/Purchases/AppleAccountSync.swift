@@ -34,7 +34,7 @@ struct AppleAccountSync {
         guard !transactions.isEmpty else { throw AppleReadFailure.notFound }
         let recorded = try await recorder.record(
             transactions: transactions.map(\.payload.transaction), renewals: [], latestReceipt: nil, appleStatus: 0,
-            environment: environment, catalog: try await catalog.current(),
+            environment: environment,
             context: .init(poster: userID, movesOwnership: true, actor: actor, claim: nil, orderID: nil))
         Log.info("apple_order_attached", ["user_id": userID, "environment": environment.rawValue,
                                           "transactions": transactions.count, "new": recorded.newTransactions])
@@ -75,7 +75,6 @@ struct AppleAccountSync {
             }
             read[environment] = entry
         }
-        let current = try await catalog.current()
         var listed = 0
         for (environment, entry) in read.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             let transactions = entry.transactions.values.sorted { $0.transactionID < $1.transactionID }
@@ -86,7 +85,7 @@ struct AppleAccountSync {
                 let chains = Set(owned.map(\.originalTransactionID))
                 _ = try await recorder.record(
                     transactions: owned, renewals: entry.renewals.filter { chains.contains($0.originalTransactionID) }, latestReceipt: nil,
-                    appleStatus: 0, environment: environment, catalog: current,
+                    appleStatus: 0, environment: environment,
                     context: .init(poster: owner, movesOwnership: false, actor: "app-store-server-api", claim: nil, orderID: nil))
             }
         }

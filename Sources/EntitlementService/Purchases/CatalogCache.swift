@@ -3,13 +3,14 @@ import EntitlementModel
 import Foundation
 
 /// The product catalog, kept in PostgreSQL and cached in memory for at most `maxAgeMs`, so every instance
-/// sees an admin's change within that time without asking the database on every request.
+/// sees an admin's change within that time without asking the database on every request. Writing transactions
+/// ask for the catalog at the revision they hold (``catalog(atRevision:on:)``), never an older one.
 @Loop
 final class CatalogCache {
     private let db: PostgresPool
     private let maxAgeMs: UInt64
-    private var cached: (catalog: Catalog, loadedAt: UInt64)?
-    private var loading: Task<Catalog, any Error>?
+    private var cached: (catalog: Catalog, revision: Int64, loadedAt: UInt64)?
+    private var loading: Task<(Catalog, Int64), any Error>?
     /// Bumped by `invalidate()`, so a load that began before an invalidation is not cached as current.
     private var generation = 0
 
@@ -22,13 +23,27 @@ final class CatalogCache {
     func current() async throws -> Catalog {
         let now = EventLoop.shared.now
         if let cached, now &- cached.loadedAt < maxAgeMs { return cached.catalog }
-        if let loading { return try await loading.value }
+        if let loading { return try await loading.value.0 }
         let started = generation
         let task = Task.onLoop { try await self.load() }
         loading = task
         defer { loading = nil }
-        let catalog = try await task.value
-        if generation == started { cached = (catalog, EventLoop.shared.now) }
+        let (catalog, revision) = try await task.value
+        if generation == started { cached = (catalog, revision, EventLoop.shared.now) }
+        return catalog
+    }
+
+    /// The catalog at `revision`, which the caller's transaction on `connection` holds
+    /// (``ProductStore/holdCatalog(on:)``): the cached copy when it is that revision, else read on `connection`,
+    /// and kept when newer than the cached one.
+    func catalog(atRevision revision: Int64, on connection: PostgresConnection) async throws -> Catalog {
+        if let cached, cached.revision == revision { return cached.catalog }
+        let catalog = try await ProductStore().catalog(on: connection)
+        if cached.map({ $0.revision < revision }) ?? true {
+            generation += 1  // a load begun earlier must not replace this one
+            loading = nil
+            cached = (catalog, revision, EventLoop.shared.now)
+        }
         return catalog
     }
 
@@ -39,34 +54,7 @@ final class CatalogCache {
         generation += 1
     }
 
-    private func load() async throws -> Catalog {
-        try await ProductStore().catalog(on: db)
+    private func load() async throws -> (Catalog, Int64) {
+        try await db.withConnection { try await ProductStore().revisedCatalog(on: $0) }
     }
-
-    /// Upserts every product of the catalog file at `path` in one transaction (start-up, `PRODUCTS_FILE`).
-    func importFile(_ path: String) async throws -> Int {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CatalogFileError(path: path, problem: "cannot be read")
-        }
-        let catalog: Catalog
-        do {
-            catalog = try Catalog(json: data)
-        } catch {
-            throw CatalogFileError(path: path, problem: String(describing: error))
-        }
-        try await db.transaction { connection in
-            for product in catalog.products {
-                try await ProductStore().upsert(product, on: connection)
-            }
-        }
-        invalidate()
-        return catalog.products.count
-    }
-}
-
-/// `PRODUCTS_FILE` could not be used.
-struct CatalogFileError: Error, CustomStringConvertible {
-    var path: String
-    var problem: String
-    var description: String { "PRODUCTS_FILE \(path) \(problem)" }
 }

@@ -12,10 +12,9 @@ struct ConsumableLedger {
     /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
     /// - Throws: `InsufficientBalance` when the balance is short.
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
-        let catalog = try await events.catalog.current()
         do {
             return try await db.transaction { connection in
-                let watch = try await events.watch([userID], catalog: catalog, now: Date(), on: connection)
+                let watch = try await events.watch([userID], now: Date(), on: connection)
                 let balance = try await ledger.consume(userID: userID, currency: currency, amount: amount,
                                                        idempotencyKey: idempotencyKey, on: connection)
                 try await events.finish(watch, cause: { _ in .consumableSpent(currency: currency) }, on: connection)

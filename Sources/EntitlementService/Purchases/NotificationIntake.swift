@@ -34,7 +34,7 @@ struct NotificationIntake {
         guard stored else { return Outcome(stored: false, state: notification.state) }
         guard notification.state == .received else { return Outcome(stored: true, state: notification.state) }
         do {
-            let application = try await recorder.applyReceived(notification, catalog: try await catalog.current())
+            let application = try await recorder.applyReceived(notification)
             return Outcome(stored: true, state: application.map { $0.owner == nil ? .parked : .applied } ?? .applied)
         } catch {
             Log.warning("app_store_notification_apply_deferred", ["notification_uuid": notification.uuid, "error": String(describing: error)])

@@ -14,12 +14,11 @@ enum NotificationWorker {
         return PeriodicWorker(name: "notifications", intervalMs: intervalMs) {
             let due = try await store.claimDue(limit: batchSize, lease: lease, on: recorder.db)
             guard !due.isEmpty else { return false }
-            let current = try await catalog.current()
             let purchases = Dictionary(grouping: due) { $0.originalTransactionID ?? $0.uuid }
             let runs = purchases.values.map { notifications in
                 Task.onLoop {
                     for notification in notifications {
-                        await apply(notification, recorder: recorder, catalog: current, retry: retry, store: store)
+                        await apply(notification, recorder: recorder, retry: retry, store: store)
                     }
                 }
             }
@@ -28,10 +27,10 @@ enum NotificationWorker {
         }
     }
 
-    private static func apply(_ notification: StoredNotification, recorder: PurchaseRecorder, catalog: Catalog,
+    private static func apply(_ notification: StoredNotification, recorder: PurchaseRecorder,
                               retry: RetrySchedule, store: NotificationStore) async {
         do {
-            let applied = try await recorder.applyReceived(notification, catalog: catalog)
+            let applied = try await recorder.applyReceived(notification)
             Log.info("app_store_notification_applied", ["notification_uuid": notification.uuid, "attempts": notification.attempts,
                                                          "owner_known": applied.map { $0.owner != nil }])
         } catch {

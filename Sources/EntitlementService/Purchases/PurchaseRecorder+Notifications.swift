@@ -60,7 +60,7 @@ extension PurchaseRecorder {
     /// recorded owner), then marked `applied` with the owner of its purchase, or `parked` when that purchase has
     /// none; the webhook events of the users it changed are written in the same transaction. Returns that owner
     /// (nil: parked), or nil without change when another caller applied it first.
-    func applyReceived(_ notification: StoredNotification, catalog: Catalog) async throws -> NotificationApplication? {
+    func applyReceived(_ notification: StoredNotification) async throws -> NotificationApplication? {
         let facts = try NotificationFacts(notification)
         let purchases = facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }
         return try await db.transaction { connection in
@@ -69,9 +69,9 @@ extension PurchaseRecorder {
             let watch = try await events.watch(
                 try await usersConcerned(purchases: purchases, tokens: facts.transactions.compactMap(\.accountToken), poster: nil,
                                          on: connection),
-                catalog: catalog, now: Date(), on: connection)
-            let (owner, effects) = try await apply(notification, facts, catalog: catalog, on: connection)
-            try await finishEvents(watch, effects, report: notification, catalog: catalog, on: connection)
+                now: Date(), on: connection)
+            let (owner, effects) = try await apply(notification, facts, catalog: watch.catalog, on: connection)
+            try await finishEvents(watch, effects, report: notification, on: connection)
             return NotificationApplication(owner: owner)
         }
     }

@@ -81,16 +81,16 @@ struct PurchaseRecorder {
         var orderID: UUID?
     }
 
-    func record(_ response: AppStoreResponse, environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
+    func record(_ response: AppStoreResponse, environment: StoreEnvironment, context: Context) async throws -> RecordedPurchases {
         try await record(transactions: response.transactions(), renewals: response.renewalInfo(), latestReceipt: response.latestReceipt,
-                         appleStatus: response.status, environment: environment, catalog: catalog, context: context)
+                         appleStatus: response.status, environment: environment, context: context)
     }
 
     /// Records what Apple said about some purchases, from a verifyReceipt answer, signed transactions or a renewal
     /// refresh, in one database transaction.
     /// - Throws: `OwnershipConflict` under `keep`; `ClaimSuperseded` when the context's lease no longer holds.
     func record(transactions: [StoreTransaction], renewals: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
-                environment: StoreEnvironment, catalog: Catalog, context: Context) async throws -> RecordedPurchases {
+                environment: StoreEnvironment, context: Context) async throws -> RecordedPurchases {
         let effects = try await db.transaction { connection in
             if let claim = context.claim, try await !submissions.lockForRecording(claim, on: connection) {
                 throw ClaimSuperseded(verificationID: claim.verificationID)
@@ -100,13 +100,13 @@ struct PurchaseRecorder {
             let watch = try await events.watch(
                 try await usersConcerned(purchases: purchases, tokens: transactions.compactMap(\.accountToken), poster: context.poster,
                                          on: connection),
-                catalog: catalog, now: Date(), on: connection)
+                now: Date(), on: connection)
             let effects = try await record(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
-                                           environment: environment, catalog: catalog, context: context, on: connection)
+                                           environment: environment, catalog: watch.catalog, context: context, on: connection)
             if let claim = context.claim {
                 try await submissions.markVerified(claim, appleStatus: appleStatus, environment: environment, on: connection)
             }
-            try await finishEvents(watch, effects, report: nil, catalog: catalog, on: connection)
+            try await finishEvents(watch, effects, report: nil, on: connection)
             return effects
         }
         return RecordedPurchases(transferredFrom: Array(Set(effects.transfers.map(\.from))).sorted(),
@@ -150,12 +150,12 @@ struct PurchaseRecorder {
     /// Writes the webhook events of a recording's users: both sides of each transfer by it, the others by Apple's
     /// report (`report` names the notification, when one was applied).
     func finishEvents(_ watch: EventRecorder.Watch, _ effects: RecordingEffects, report notification: StoredNotification?,
-                      catalog: Catalog, on connection: PostgresConnection) async throws {
+                      on connection: PostgresConnection) async throws {
         let purchases = Set(effects.transactions.map(\.originalTransactionID)).sorted()
         let ownersNow = try await owners.owners(of: purchases, on: connection)
         let report = AppStoreReport(transactions: effects.transactions, newTransactionIDs: effects.newTransactionIDs,
                                     notificationType: notification?.type, subtype: notification?.subtype,
-                                    productTypes: catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
+                                    productTypes: watch.catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
         try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in
             if let moved = effects.transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from) }
             if let moved = effects.transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to) }

@@ -77,7 +77,7 @@ enum RenewalRefresher {
                 let mine = statuses.filter { ($0.originalTransactionID ?? $0.transaction?.payload.transaction.originalTransactionID) == id }
                 _ = try await service.recorder.record(
                     transactions: mine.compactMap(\.transaction?.payload.transaction), renewals: mine.compactMap(\.renewalInfo?.payload.renewal),
-                    latestReceipt: nil, appleStatus: 0, environment: environment, catalog: try await service.catalog.current(),
+                    latestReceipt: nil, appleStatus: 0, environment: environment,
                     context: .init(poster: owner, movesOwnership: false, actor: "renewal-refresher", claim: nil, orderID: nil))
                 if mine.isEmpty { try await SubscriptionStore().stopRefreshing(id, on: service.db) }
                 Log.info("subscription_refreshed", ["original_transaction_id": id, "environment": environment.rawValue, "source": "server_api"])
@@ -110,7 +110,7 @@ enum RenewalRefresher {
             switch await service.verifier.verify(receiptData: receipt, firstEnvironment: due.environment) {
             case .verified(let response, let answered):
                 _ = try await service.recorder.record(
-                    response, environment: answered, catalog: try await service.catalog.current(),
+                    response, environment: answered,
                     context: .init(poster: owner, movesOwnership: false, actor: "renewal-refresher", claim: nil, orderID: nil))
                 Log.info("subscription_refreshed", ["original_transaction_id": id, "environment": answered.rawValue])
             case .rejected(let status, let detail):

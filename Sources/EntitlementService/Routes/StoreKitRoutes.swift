@@ -79,7 +79,6 @@ struct StoreKitRoutes {
         do {
             recorded = try await recorder.record(
                 transactions: transactions, renewals: [], latestReceipt: nil, appleStatus: 0, environment: environment,
-                catalog: try await catalog.current(),
                 context: .init(poster: userID, movesOwnership: true, actor: caller.keyID, claim: nil, orderID: orderID))
         } catch let conflict as OwnershipConflict {
             throw ProblemError.ownershipConflict(conflict.originalTransactionID, outcome: "nothing was recorded")

@@ -28,6 +28,15 @@ struct OwnerStore {
             """, [claims.map(\.key), claims.map(\.value)]).rows.map { try $0.string("original_transaction_id") }.sorted()
     }
 
+    /// The users owning a purchase with a transaction of `productID`: those whose entitlements the product's
+    /// catalog entry decides.
+    func owners(ofProduct productID: String, on db: some PostgresQueryable) async throws -> Set<String> {
+        Set(try await db.query("""
+            SELECT DISTINCT o.user_id FROM purchase_owners o
+             WHERE o.original_transaction_id IN (SELECT original_transaction_id FROM app_store_transactions WHERE product_id = $1)
+            """, [productID]).rows.map { try $0.string("user_id") })
+    }
+
     /// The owners of those of `originalTransactionIDs` that have one. With `locking`, their rows stay locked
     /// (in id order) until the caller's transaction ends.
     func owners(of originalTransactionIDs: [String], locking: Bool = false,

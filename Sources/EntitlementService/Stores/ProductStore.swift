@@ -20,10 +20,41 @@ struct ProductStore {
         try Self.products(try await db.query("SELECT \(Self.columns) FROM products WHERE product_id = $1", [id]).rows).first
     }
 
-    /// Waits for, then holds until the caller's transaction ends, the lock writers of product `id` take turns
-    /// on, whether or not the product exists yet.
-    func lock(_ id: String, on db: some PostgresQueryable) async throws {
-        _ = try await db.query("SELECT pg_advisory_xact_lock(hashtext($1))", ["product:" + id])
+    /// Holds the catalog as it is until the caller's transaction ends (shared: writers evaluating users hold it
+    /// together, a catalog change waits for them) and returns its revision (migration 0009), read once the hold
+    /// is granted: two statements, since one statement's snapshot would predate its wait for the lock.
+    func holdCatalog(on connection: PostgresConnection) async throws -> Int64 {
+        let results = try await connection.pipeline([
+            PostgresStatement("SELECT pg_advisory_xact_lock_shared(\(Self.catalogLock))::text", []),
+            PostgresStatement("SELECT revision FROM catalog_revision", []),
+        ])
+        return try Self.revision(results[1].rows)
+    }
+
+    /// Holds the catalog exclusively until the caller's transaction ends: waits for every writer holding it,
+    /// and makes later ones wait, so catalog changes take turns and no user is evaluated meanwhile.
+    func holdCatalogExclusively(on db: some PostgresQueryable) async throws {
+        _ = try await db.query("SELECT pg_advisory_xact_lock(\(Self.catalogLock))::text", [])
+    }
+
+    /// The catalog and its revision, the revision read first: a change committed between the two reads leaves an
+    /// older revision beside the newer catalog, which the next writer's ``holdCatalog(on:)`` notices.
+    func revisedCatalog(on connection: PostgresConnection) async throws -> (catalog: Catalog, revision: Int64) {
+        let results = try await connection.pipeline([
+            PostgresStatement("SELECT revision FROM catalog_revision", []),
+            PostgresStatement("SELECT \(Self.columns) FROM products ORDER BY product_id", []),
+        ])
+        return (try Self.catalog(results[1].rows), try Self.revision(results[0].rows))
+    }
+
+    /// The advisory lock key (two-key form, apart from any single-key lock) of ``holdCatalog(on:)``.
+    private static let catalogLock = "hashtext('catalog'), 0"
+
+    private static func revision(_ rows: [PostgresRow]) throws -> Int64 {
+        guard let row = rows.first else {
+            throw PostgresError(kind: .decoding, message: "catalog_revision has no row (migration 0009)")
+        }
+        return try row.int64("revision")
     }
 
     /// Creates or replaces `product`.

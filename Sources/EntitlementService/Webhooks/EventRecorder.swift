@@ -12,13 +12,14 @@ struct EventScopeChanged: Error, Sendable {
 /// Writes the webhook events of every change to users' entitlements or balances, inside the change's own
 /// transaction: the one place every write path goes through.
 ///
-/// A writing transaction reads the catalog (``catalog``) before it begins, calls ``watch(_:catalog:now:on:)`` with the users it may change before it changes anything (this
-/// locks their heads, so their changes follow one another), makes its change, then calls
-/// ``finish(_:affected:cause:on:)``, which evaluates each watched user after the change and writes an event when,
-/// and only when, what GET entitlements answers for them (entitlements and consumables, as written) differs from
-/// what the user's last write left; the event's type comes from the model's `DerivedEntitlementEvent.derive`. A
-/// change that time alone made since then (an end passed, not yet seen by the ``ExpirationWorker``) is written
-/// first, as its own `expiration` event.
+/// A writing transaction calls ``watch(_:now:on:)`` with the users it may change before it changes anything (this
+/// holds the catalog, shared, at the revision in force, and locks their heads, so their changes follow one another),
+/// makes its change, then calls ``finish(_:affected:cause:on:)``, which evaluates each watched user after the change
+/// and writes an event when, and only when, what GET entitlements answers for them (entitlements and consumables, as
+/// written) differs from what the user's last write left; the event's type comes from the model's
+/// `DerivedEntitlementEvent.derive`. A change that time alone made since then (an end passed, not yet seen by the
+/// ``ExpirationWorker``) is written first, as its own `expiration` event. Users are evaluated with the catalog
+/// the transaction holds (``Watch/catalog``), never a cached copy a concurrent catalog change is replacing.
 @Loop
 struct EventRecorder {
     let catalog: CatalogCache
@@ -26,6 +27,7 @@ struct EventRecorder {
     let delivers: Bool
     private let events = EventStore()
     private let snapshots = UserSnapshotStore()
+    private let products = ProductStore()
 
     init(catalog: CatalogCache, delivers: Bool) {
         self.catalog = catalog
@@ -34,18 +36,20 @@ struct EventRecorder {
 
     /// The users a transaction is about to change, locked, with what each held before the change.
     struct Watch {
+        /// What the users are evaluated with: the catalog the transaction holds. A catalog change sets the new one
+        /// before ``finish(_:affected:cause:on:)``.
         var catalog: Catalog
         var now: Date
         var heads: [String: EventHead]
         var before: [String: EntitlementState]
     }
 
-    /// Locks the heads of `users` and reads what each holds before the change (their last written state, or,
-    /// for a user never written or one whose state time has changed since, an evaluation at `now`). A transaction
-    /// that changes nothing after all may end without ``finish(_:affected:cause:on:)``.
-    /// `catalog` is the one the transaction evaluates with (read before it began: loading it inside could wait
-    /// for a connection that only a finished transaction frees).
-    func watch(_ users: Set<String>, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Watch {
+    /// Holds the catalog (shared), then locks the heads of `users` and reads what each holds before the change
+    /// (their last written state, or, for a user never written or one whose state time has changed since, an
+    /// evaluation at `now`). A transaction that changes nothing after all may end without
+    /// ``finish(_:affected:cause:on:)``.
+    func watch(_ users: Set<String>, now: Date, on connection: PostgresConnection) async throws -> Watch {
+        let catalog = try await heldCatalog(on: connection)
         let heads = try await events.lockHeads(Array(users), on: connection)
         var watch = Watch(catalog: catalog, now: now, heads: [:], before: [:])
         for var head in heads {
@@ -90,7 +94,8 @@ struct EventRecorder {
 
     /// Writes the changes time alone made for up to `limit` users whose next change is due at `now` (heads claimed
     /// with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns how many it took.
-    func catchUp(limit: Int, catalog: Catalog, now: Date, on connection: PostgresConnection) async throws -> Int {
+    func catchUp(limit: Int, now: Date, on connection: PostgresConnection) async throws -> Int {
+        let catalog = try await heldCatalog(on: connection)
         let heads = try await events.claimDueHeads(limit: limit, now: now, on: connection)
         guard !heads.isEmpty else { return 0 }
         for var head in heads {
@@ -101,6 +106,12 @@ struct EventRecorder {
             try await events.updateHead(head, on: connection)
         }
         return heads.count
+    }
+
+    /// The catalog in force, held (shared) until the transaction ends: taken before any head, as a catalog change
+    /// takes it (exclusively) before the heads of the product's owners.
+    private func heldCatalog(on connection: PostgresConnection) async throws -> Catalog {
+        try await catalog.catalog(atRevision: try await products.holdCatalog(on: connection), on: connection)
     }
 
     /// What `userID` holds at `now` as GET entitlements shows it, and when that next changes with time alone.

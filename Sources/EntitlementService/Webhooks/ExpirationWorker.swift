@@ -11,8 +11,7 @@ enum ExpirationWorker {
     static func make(db: PostgresPool, events: EventRecorder, intervalMs: UInt64) -> PeriodicWorker {
         PeriodicWorker(name: "expirations", intervalMs: intervalMs) {
             do {
-                let catalog = try await events.catalog.current()
-                let taken = try await db.transaction { try await events.catchUp(limit: batchSize, catalog: catalog, now: Date(), on: $0) }
+                let taken = try await db.transaction { try await events.catchUp(limit: batchSize, now: Date(), on: $0) }
                 return taken == batchSize
             } catch {
                 Log.error("expiration_worker_failed", ["error": String(describing: error)])

@@ -47,12 +47,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isUnavailable: Bool { kind == .connection || kind == .timeout }
     /// `23505`: a unique or primary-key constraint rejected the row.
     public var isUniqueViolation: Bool { sqlState == "23505" }
-    /// `23503`: a foreign-key constraint rejected the row.
-    public var isForeignKeyViolation: Bool { sqlState == "23503" }
     /// `40001`: a serializable or repeatable-read transaction must be retried.
     public var isSerializationFailure: Bool { sqlState == "40001" }
-    /// `40P01`: the transaction was chosen as a deadlock victim and may be retried.
-    public var isDeadlock: Bool { sqlState == "40P01" }
     /// A statement, lock or connect timeout: `57014` (statement_timeout, cancel), `55P03` (lock_timeout) or a
     /// client-side time limit.
     public var isTimeout: Bool { kind == .timeout || sqlState == "57014" || sqlState == "55P03" }

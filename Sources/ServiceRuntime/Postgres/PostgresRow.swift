@@ -48,12 +48,8 @@ public struct PostgresRow: Sendable {
     public func optionalString(_ column: String) throws -> String? { try decode(self.column(column)) }
     /// `int(_:)`, or `nil` for NULL.
     public func optionalInt(_ column: String) throws -> Int? { try decode(self.column(column)) }
-    /// `int64(_:)`, or `nil` for NULL.
-    public func optionalInt64(_ column: String) throws -> Int64? { try decode(self.column(column)) }
     /// `bool(_:)`, or `nil` for NULL.
     public func optionalBool(_ column: String) throws -> Bool? { try decode(self.column(column)) }
-    /// `double(_:)`, or `nil` for NULL.
-    public func optionalDouble(_ column: String) throws -> Double? { try decode(self.column(column)) }
     /// `date(_:)`, or `nil` for NULL.
     public func optionalDate(_ column: String) throws -> Date? { try decode(self.column(column)) }
     /// `uuid(_:)`, or `nil` for NULL.

@@ -31,7 +31,7 @@ final class PurchaseStack: ServiceDatabase {
                 _ = try await Migrator(pool: pool, directory: Migrator.defaultDirectory()).run()
                 try Data(ServiceHarness.catalog.utf8).write(to: catalogFile)
                 let catalog = CatalogCache(db: pool)
-                _ = try await catalog.importFile(catalogFile.path)
+                _ = try await CatalogEditor(db: pool, events: EventRecorder(catalog: catalog, delivers: false)).importFile(catalogFile.path)
                 return PurchaseStack(databaseURL: url, pool: pool, catalog: catalog)
             }, stop: { _ in await pool.close() }, body)
         }
@@ -102,5 +102,14 @@ extension FakeReceipt {
     func verified(now: Date = Date()) throws -> VerificationFlow.Result {
         let body = verifyReceiptBody(receiptData: receiptData, requestDate: now, excludeOldTransactions: false)
         return .verified(try AppStoreResponse(jsonData: Data(body.jsonText.utf8)), environment: environment)
+    }
+}
+
+extension TestDatabase {
+    /// Stores the harness's catalog (`ServiceHarness.catalog`) at `pool`, product by product, as writers read it.
+    @Loop static func storeHarnessCatalog(on pool: PostgresPool) async throws {
+        for product in try Catalog(json: Data(ServiceHarness.catalog.utf8)).products {
+            try await ProductStore().upsert(product, on: pool)
+        }
     }
 }

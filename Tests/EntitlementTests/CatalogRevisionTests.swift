@@ -1,0 +1,58 @@
+import EntitlementModel
+import Foundation
+import Testing
+@testable import EntitlementService
+@testable import FakeAppStore
+@testable import ServiceRuntime
+
+/// Writers evaluate users with the catalog in force (migration 0009's revision, read under a shared hold of the
+/// catalog), never a cached copy another instance's catalog change has replaced; the catalog file's entries are
+/// stored only when they differ.
+@Suite struct CatalogRevisionTests {
+    private static let extras = try! Product(productID: "com.example.lifetime", type: .nonConsumable, entitlements: ["pro", "extras"])
+
+    @Test @Loop func aWriterWithAStaleCachedCatalogEvaluatesWithTheOneInForce() async throws {
+        try await TestDatabase.withMigratedDatabase { _, pool in
+            try await TestDatabase.storeHarnessCatalog(on: pool)
+            // Two instances: B records a purchase (its cache now holds the catalog), A changes the product.
+            let eventsA = EventRecorder(catalog: CatalogCache(db: pool), delivers: false)
+            let eventsB = EventRecorder(catalog: CatalogCache(db: pool, maxAgeMs: 3_600_000), delivers: false)
+            var receipt = FakeReceipt(bundleID: "com.example.app")
+            let purchase = receipt.addPurchase("com.example.lifetime", transactionID: "9100001", purchased: Date().addingTimeInterval(-60))
+            _ = try await PurchaseRecorder(db: pool, restorePolicy: .transfer, events: eventsB).record(
+                transactions: [purchase], renewals: [], latestReceipt: nil, appleStatus: 0, environment: .sandbox,
+                context: .init(poster: "u", movesOwnership: true, actor: "test", claim: nil, orderID: nil))
+            #expect(try await eventsB.catalog.current().product("com.example.lifetime")?.entitlements == ["pro"])
+            _ = try await CatalogEditor(db: pool, events: eventsA).put(Self.extras, actor: "admin#1")
+
+            // B's grant sees the product as it now is: one grant event, no step back to the old entry.
+            _ = try await GrantEditor(db: pool, events: eventsB).create(userID: "u", entitlement: "gift", expiresAt: nil, reason: "test",
+                                                                     actor: "admin#1", now: Date())
+            let events = try await pool.query("SELECT type, payload FROM webhook_events ORDER BY position", []).rows
+            let payloads = try events.map { try $0.string("payload") }
+            #expect(try events.map { try $0.string("type") } == ["non_consumable_purchase", "catalog_change", "grant"], "\(payloads)")
+            let last = try JSONSerialization.jsonObject(with: Data(try #require(events.last).string("payload").utf8)) as? [String: Any]
+            #expect((last?["entitlements"] as? [String: Any]).map { Set($0.keys) } == ["pro", "extras", "gift"])
+            #expect(try await eventsB.catalog.current().product("com.example.lifetime") == Self.extras)
+        }
+    }
+
+    @Test @Loop func theCatalogFileStoresOnlyWhatDiffers() async throws {
+        try await TestDatabase.withMigratedDatabase { _, pool in
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(randomToken()).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            try Data(ServiceHarness.catalog.utf8).write(to: file)
+            let editor = CatalogEditor(db: pool, events: EventRecorder(catalog: CatalogCache(db: pool), delivers: false))
+            let revision = { @Loop in try await pool.query("SELECT revision FROM catalog_revision", []).rows[0].int64("revision") }
+
+            let first = try await editor.importFile(file.path)
+            #expect(first.stored == first.products && first.products > 0)
+            let afterFirst = try await revision()
+            #expect(afterFirst > 1)
+
+            // Again at the next start: nothing stored, so no revision and no announcement to every cache.
+            #expect(try await editor.importFile(file.path) == (first.products, 0))
+            #expect(try await revision() == afterFirst)
+        }
+    }
+}
