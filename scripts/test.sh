@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, starts a throwaway PostgreSQL on a free port, asks Apple's own
 # signed-data verifier for its verdicts (scripts/signed-parity/run.sh, for SignedDataParityTests), runs
-# `swift test`, then runs schemathesis (scripts/schemathesis.sh) and zzuf's receipt mutations (scripts/receipt-fuzz.sh)
+# `swift test`, then runs schemathesis (scripts/schemathesis.sh), zzuf's receipt mutations (scripts/receipt-fuzz.sh)
+# and slowhttptest's slow clients (scripts/slow-clients.sh, about a minute; SLOW_CLIENTS connections of each kind)
 # against the real service started on that database, and checks that service's /metrics afterwards with
 # `promtool check metrics`.
 # Extra arguments go to `swift test` (e.g. `scripts/test.sh --filter HTTP`).
@@ -112,6 +113,8 @@ if wait_ready "http://127.0.0.1:$SERVICE_PORT/readyz" 60; then
         MAX_EXAMPLES="${SCHEMATHESIS_MAX_EXAMPLES:-100}" SEED="$seed" scripts/schemathesis.sh || schemathesis_status=$?
     # zzuf's mutations of the shared receipts against the local receipt reader: each answered 200 or 422.
     scripts/receipt-fuzz.sh "http://127.0.0.1:$SERVICE_PORT" "$ADMIN_KEY" "${RECEIPT_FUZZ_MUTATIONS:-100}" || schemathesis_status=1
+    # slowhttptest's slow heads, bodies and reads at once: the service keeps answering and closes them all itself.
+    scripts/slow-clients.sh "http://127.0.0.1:$SERVICE_PORT" "$APP_KEY" || schemathesis_status=1
     # Its metrics after that traffic must pass Prometheus's own checks.
     if curl -fsS --max-time 10 "http://127.0.0.1:$SERVICE_PORT/metrics" -o "$WORK/metrics.txt" &&
         "$PROMTOOL" check metrics <"$WORK/metrics.txt"; then

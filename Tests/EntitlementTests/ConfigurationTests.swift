@@ -132,6 +132,24 @@ import X509
         #expect(complete.warnings.isEmpty)
     }
 
+    /// `MAX_CONNECTIONS` beyond what the open-file limit leaves for clients is a warning naming both numbers.
+    @Test func warnsWhenTheOpenFileLimitCannotHoldMaxConnections() throws {
+        let configuration = try Configuration(environment: ["MAX_CONNECTIONS": "4096"])
+        #expect(configuration.openFileWarning(limit: 1_048_576) == nil)
+        #expect(configuration.openFileWarning(limit: nil) == nil)
+        #expect(configuration.openFileWarning(limit: 4_096 + configuration.descriptorsBesidesClients) == nil)
+        let warning = try #require(configuration.openFileWarning(limit: 1_024))
+        #expect(warning.variable == "MAX_CONNECTIONS")
+        #expect(warning.problem.contains("(1024,") && warning.problem.contains("(\(1_024 - configuration.descriptorsBesidesClients))"))
+    }
+
+    /// Raising the soft limit to the hard one leaves it there, for the worker copies to inherit.
+    @Test func theOpenFileLimitIsRaisedToTheHardLimit() throws {
+        let limit = try #require(OpenFileLimit.raiseToHardLimit())
+        let now = try #require(OpenFileLimit.current())
+        #expect(now.soft == limit && now.soft == now.hard)
+    }
+
     @Test func servingNeedsADatabase() throws {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [:]).validateForServing() }
         try Configuration(environment: ["DATABASE_URL": "dbname=x"]).validateForServing()

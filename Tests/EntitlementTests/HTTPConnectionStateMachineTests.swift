@@ -9,8 +9,10 @@ import Testing
     typealias Machine = HTTPConnectionStateMachine
     typealias Context = Machine.ResponseContext
 
+    /// A machine whose bodies must arrive at 100 bytes/s after 5 s.
     private func machine(maxBodyBytes: Int = 1000, maxPending: Int = 8) -> Machine {
-        Machine(configuration: .init(maxBodyBytes: maxBodyBytes, maxPendingRequests: maxPending))
+        Machine(configuration: .init(maxBodyBytes: maxBodyBytes, maxPendingRequests: maxPending,
+                                     minBodyBytesPerSecond: 100, minBodyRateGraceMs: 5_000))
     }
 
     private func head(_ path: String = "/", id: String = "r1", keepAlive: Bool = true, expect: Bool = false,
@@ -47,7 +49,7 @@ import Testing
         _ = machine.connected()
         let head = head()
         #expect(machine.messageBegin() == [])
-        #expect(machine.receivedHead(head) == [])
+        #expect(machine.receivedHead(head) == [.armTimer(.body(until: 5_000))])
         #expect(machine.receivedEnd() == [.startHandler(request(head), context(head)), .cancelTimer])
         #expect(machine.handlerFinished(ok) == [.write(ok, context(head)), .armTimer(.idle)])
         #expect(machine.writeCompleted() == [])
@@ -60,8 +62,8 @@ import Testing
         let head = head(length: 6)
         _ = machine.messageBegin()
         _ = machine.receivedHead(head)
-        #expect(machine.receivedBody(Array("abc".utf8)) == [.armTimer(.request)])
-        #expect(machine.receivedBody(Array("def".utf8)) == [.armTimer(.request)])
+        #expect(machine.receivedBody(Array("abc".utf8)) == [.armTimer(.body(until: 5_000))])
+        #expect(machine.receivedBody(Array("def".utf8)) == [.armTimer(.body(until: 5_000))])
         #expect(machine.receivedEnd().first == .startHandler(request(head, body: Array("abcdef".utf8)), context(head)))
     }
 
@@ -134,7 +136,7 @@ import Testing
         _ = machine.connected()
         _ = machine.messageBegin()
         _ = machine.receivedHead(head())
-        #expect(machine.receivedBody(Array(repeating: 1, count: 6)) == [.armTimer(.request)])
+        #expect(machine.receivedBody(Array(repeating: 1, count: 6)) == [.armTimer(.body(until: 5_000))])
         let actions = machine.receivedBody(Array(repeating: 1, count: 6))
         #expect(actions.contains(.stopReading))
         #expect(actions.contains { if case .reject(let problem, _) = $0 { problem.status == 413 } else { false } })
@@ -154,6 +156,38 @@ import Testing
         #expect(machine.handlerFinished(ok) == [.write(ok, context(first)), .reject(failure, rejection), .armTimer(.idle)])
         #expect(machine.writeCompleted() == [])
         #expect(machine.writeCompleted() == [.shutdownAndLinger, .armTimer(.linger)])
+    }
+
+    /// After the grace period a body must have arrived at the minimum rate on average since its head: each piece
+    /// moves the instant it falls behind by what it buys, and falling behind is a 408 like a stall.
+    @Test func aBodyFallingBehindTheMinimumRateGets408() {
+        var machine = machine()
+        _ = machine.connected()
+        _ = machine.messageBegin()
+        let head = head("/slow", id: "slow", length: 900)
+        #expect(machine.receivedHead(head, at: 1_000) == [.armTimer(.body(until: 6_000))])
+        #expect(machine.receivedBody(Array(repeating: 1, count: 400)) == [.armTimer(.body(until: 6_000))])
+        #expect(machine.receivedBody(Array(repeating: 1, count: 200)) == [.armTimer(.body(until: 7_000))])
+        let actions = machine.timerFired(requestID: "t")
+        #expect(actions == [.stopReading, .reject(ProblemError(status: 408, detail: "The request was not received in time."),
+                                                  context(head, keepAlive: false)), .armTimer(.idle)])
+        #expect(machine.receivedBody([1]) == [])
+    }
+
+    /// Reading pauses between requests, never inside a body: the body's clock never runs while the connection
+    /// does not read.
+    @Test func aBodyBegunIsReadWholeWhileRequestsPile() {
+        var machine = machine(maxPending: 1)
+        _ = machine.connected()
+        let first = head("/1", id: "a")
+        #expect(receive(&machine, first) == [.startHandler(request(first), context(first)), .stopReading, .cancelTimer])
+        // The next request's head was in the same read.
+        _ = machine.messageBegin()
+        let second = head("/2", id: "b", length: 2)
+        #expect(machine.receivedHead(second) == [.startReading, .armTimer(.body(until: 5_000))])
+        _ = machine.receivedBody([1, 2])
+        #expect(machine.receivedEnd() == [.stopReading, .cancelTimer])
+        #expect(machine.handlerFinished(ok) == [.write(ok, context(first)), .startHandler(request(second, body: [1, 2]), context(second))])
     }
 
     @Test func stalledHeadGets408() {
@@ -185,13 +219,13 @@ import Testing
         var machine = machine()
         _ = machine.connected()
         _ = machine.messageBegin()
-        #expect(machine.receivedHead(head(expect: true, length: 4)) == [.writeContinue])
+        #expect(machine.receivedHead(head(expect: true, length: 4)) == [.writeContinue, .armTimer(.body(until: 5_000))])
         _ = machine.writeCompleted()
         _ = machine.receivedBody([1, 2, 3, 4])
         _ = machine.receivedEnd()
         _ = machine.messageBegin()
         // The first request's handler still runs: an interim answer now would overtake its response.
-        #expect(machine.receivedHead(head(id: "r2", expect: true, length: 4)) == [])
+        #expect(machine.receivedHead(head(id: "r2", expect: true, length: 4)) == [.armTimer(.body(until: 5_000))])
     }
 
     @Test func peerEndAfterACompleteRequestStillGetsTheAnswer() {
@@ -276,7 +310,7 @@ private extension HTTPConnectionStateMachine {
     mutating func connected() -> [Action] { collect { $0.connected(into: &$1) } }
     mutating func refused(requestID: String) -> [Action] { collect { $0.refused(requestID: requestID, into: &$1) } }
     mutating func messageBegin() -> [Action] { collect { $0.messageBegin(into: &$1) } }
-    mutating func receivedHead(_ head: HTTPRequestHead) -> [Action] { collect { $0.receivedHead(head, into: &$1) } }
+    mutating func receivedHead(_ head: HTTPRequestHead, at now: UInt64 = 0) -> [Action] { collect { $0.receivedHead(head, at: now, into: &$1) } }
     mutating func receivedBody(_ bytes: [UInt8]) -> [Action] { collect { $0.receivedBody(bytes, into: &$1) } }
     mutating func receivedEnd() -> [Action] { collect { $0.receivedEnd(into: &$1) } }
     mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?) -> [Action] {

@@ -23,6 +23,38 @@ import Testing
         await server.shutdown()
     }
 
+    /// A client trickling its body (each piece well within the pause limit) is cut off once it falls behind the
+    /// minimum rate after the grace period: a 408, then the connection closes.
+    @Test func aTrickledBodyGets408OnceItFallsBehindTheMinimumRate() async throws {
+        let server = try await HTTPTestServer.start(HTTPServerConfiguration(
+            headerTimeoutMs: 2_000, minBodyBytesPerSecond: 1_000, minBodyRateGraceMs: 300))
+        let port = server.port
+        let (response, sent, closed, elapsed) = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            let start = RawHTTPClient.now()
+            try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10000\r\n\r\n")
+            var sent = 0
+            // 10 bytes every 50 ms: about 200 bytes/s, until an answer comes.
+            while RawHTTPClient.now() - start < 5 {
+                try client.send(Array(repeating: UInt8(ascii: "x"), count: 10))
+                sent += 10
+                do {
+                    let response = try client.readResponse(timeout: 0.05)
+                    return (response, sent, try client.waitForClose(), RawHTTPClient.now() - start)
+                } catch RawHTTPClient.Failure.timedOut {
+                    continue
+                }
+            }
+            throw TestSetupError("no answer to a trickled body in 5 s")
+        }
+        #expect(response.status == 408)
+        #expect(response.headers["Connection"] == "close")
+        #expect(closed)
+        #expect(elapsed >= 0.25 && elapsed < 1.9, "\(elapsed) s")
+        #expect(sent < 1_000)
+        await server.shutdown()
+    }
+
     @Test func silentNewConnectionIsClosedAfterTheHeaderTimeout() async throws {
         let server = try await HTTPTestServer.start(HTTPServerConfiguration(headerTimeoutMs: 200))
         let port = server.port

@@ -20,12 +20,14 @@ enum Commands {
                 return 0
             case .serve:
                 let configuration = try loadConfiguration()
+                // Before any socket, and inherited by the worker copies.
+                let openFiles = OpenFileLimit.raiseToHardLimit()
                 let environment = ProcessInfo.processInfo.environment
                 let copies = try WorkerProcesses.count(environment: environment)
                 // Bound before anything else, so a port in use stops start-up before the database is touched.
                 let inherited = try WorkerProcesses.inheritedSocket(environment: environment)
                 let socket = try inherited ?? ListeningSocket.bind(host: configuration.listenAddress, port: configuration.port)
-                if inherited == nil { configuration.logWarnings() }
+                if inherited == nil { configuration.logWarnings(openFileLimit: openFiles) }
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
                 _ = try application.start(socket: socket)
                 let children = try WorkerProcesses.spawn(copies, sharing: socket)

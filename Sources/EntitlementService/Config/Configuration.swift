@@ -123,9 +123,24 @@ struct Configuration: Sendable {
         return warnings
     }
 
-    /// Logs each of `warnings` as one `configuration_warning` line at `warn` level.
-    func logWarnings() {
-        for warning in warnings {
+    /// Descriptors `serve` may hold besides its clients' connections: its database connections, and a margin for
+    /// Apple's and webhook receivers' connections, the listener and files.
+    var descriptorsBesidesClients: Int { databasePoolSize + databaseReadPoolSize + 1 + 512 }
+
+    /// A warning when the process's open-file limit (`limit`, after raising it) cannot hold `MAX_CONNECTIONS`
+    /// clients besides what else the service opens.
+    func openFileWarning(limit: Int?) -> ConfigurationWarning? {
+        guard let limit, limit < maxConnections + descriptorsBesidesClients else { return nil }
+        return ConfigurationWarning(variable: "MAX_CONNECTIONS", problem: """
+            exceeds what the open-file limit (\(limit), the hard limit of ulimit -n) leaves for clients \
+            (\(max(0, limit - descriptorsBesidesClients))): beyond it new clients are dropped unanswered
+            """)
+    }
+
+    /// Logs each of `warnings`, and the open-file limit's (``openFileWarning(limit:)``), as one
+    /// `configuration_warning` line at `warn` level.
+    func logWarnings(openFileLimit: Int?) {
+        for warning in warnings + [openFileWarning(limit: openFileLimit)].compactMap({ $0 }) {
             Log.warning("configuration_warning", ["variable": warning.variable, "problem": warning.problem])
         }
     }

@@ -52,7 +52,8 @@ final class HTTPConnection: FinishBeforeWaiting {
         self.server = server
         self.configuration = configuration
         machine = HTTPConnectionStateMachine(configuration: .init(
-            maxBodyBytes: configuration.maxBodyBytes, maxPendingRequests: configuration.maxPendingRequests))
+            maxBodyBytes: configuration.maxBodyBytes, maxPendingRequests: configuration.maxPendingRequests,
+            minBodyBytesPerSecond: configuration.minBodyBytesPerSecond, minBodyRateGraceMs: configuration.minBodyRateGraceMs))
         parser = HTTPRequestParser(limits: .init(maxHeaderBytes: configuration.maxHeaderBytes, maxHeaders: configuration.maxHeaders))
         handle.pointee.data = Unmanaged.passRetained(self).toOpaque()
     }
@@ -125,15 +126,17 @@ final class HTTPConnection: FinishBeforeWaiting {
             answerQueued()
         case .armTimer(let kind):
             let milliseconds = switch kind {
-            case .request: configuration.headerTimeoutMs
+            case .request, .body: configuration.headerTimeoutMs
             case .idle: configuration.idleTimeoutMs
             case .linger: configuration.lingerTimeoutMs
             }
-            let due = EventLoop.shared.now + UInt64(max(0, milliseconds))
+            let now = EventLoop.shared.now
+            var due = now + UInt64(max(0, milliseconds))
+            if case .body(let until) = kind { due = max(now, min(due, until)) }
             deadline = due
             if timerDue == nil || due < timerDue! {
                 timerDue = due
-                timer.start(after: UInt64(max(0, milliseconds)), onTimer)
+                timer.start(after: due - now, onTimer)
             }
         case .cancelTimer:
             deadline = nil
@@ -262,7 +265,7 @@ final class HTTPConnection: FinishBeforeWaiting {
         case .messageBegin:
             machine.messageBegin(into: &actions)
         case .head(let head):
-            machine.receivedHead(head, into: &actions)
+            machine.receivedHead(head, at: EventLoop.shared.now, into: &actions)
         case .body(let bytes):
             machine.receivedBody(bytes, into: &actions)
         case .end:

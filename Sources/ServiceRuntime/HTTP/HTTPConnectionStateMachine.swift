@@ -13,15 +13,23 @@ struct HTTPConnectionStateMachine {
     struct Configuration: Equatable {
         /// Largest accepted request body.
         var maxBodyBytes: Int
-        /// Requests received, running or being written before reading pauses.
+        /// Requests received, running or being written before reading pauses (between requests: a body begun
+        /// is read whole).
         var maxPendingRequests: Int
+        /// The slowest a body may arrive on average since its head, once ``minBodyRateGraceMs`` has passed
+        /// (bytes per second; 0: any rate).
+        var minBodyBytesPerSecond: Int = 0
+        var minBodyRateGraceMs: Int = 0
     }
 
     /// The connection's single timer.
     enum TimerKind: Equatable {
         /// A request (or the first one on a new connection) must arrive completely: the head within the
-        /// header timeout of its start, then each piece of the body within that timeout of the previous one.
+        /// header timeout of its start.
         case request
+        /// The body must keep arriving: each piece within the header timeout of the previous one, and at the
+        /// minimum rate, which it falls behind at `until` (loop clock, ms) unless more arrives first.
+        case body(until: UInt64)
         /// Keep-alive: nothing is happening; the client may send another request.
         case idle
         /// The last answer is out; waiting for the peer to close.
@@ -64,8 +72,8 @@ struct HTTPConnectionStateMachine {
         case idle
         /// A request began; its head is incomplete.
         case head
-        /// Reading the body of this head.
-        case body(HTTPRequestHead, [UInt8])
+        /// Reading the body of this head, whose end arrived at `since` (loop clock, ms).
+        case body(HTTPRequestHead, [UInt8], since: UInt64)
         /// No more requests are taken on this connection.
         case ignoring
     }
@@ -121,36 +129,40 @@ struct HTTPConnectionStateMachine {
         updateTimer(&actions)
     }
 
-    /// The request's head is complete.
-    mutating func receivedHead(_ head: HTTPRequestHead, into actions: inout [Action]) {
+    /// The request's head is complete, at `now` (loop clock, ms): the body's clock starts.
+    mutating func receivedHead(_ head: HTTPRequestHead, at now: UInt64, into actions: inout [Action]) {
         guard lifecycle == .open, case .head = input else { return }
         if let length = head.contentLength, length > configuration.maxBodyBytes {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
             return
         }
-        input = .body(head, [])
+        input = .body(head, [], since: now)
         if head.expectsContinue && queue.isEmpty && running == nil {
             writesInFlight += 1
             actions.append(.writeContinue)
         }
+        applyBackpressure(&actions)
+        updateTimer(&actions)
     }
 
     /// A piece of the body arrived.
     mutating func receivedBody(_ bytes: [UInt8], into actions: inout [Action]) {
-        guard lifecycle == .open, case .body(let head, var body) = input else { return }
+        guard lifecycle == .open, case .body(let head, var body, let since) = input else { return }
         input = .ignoring  // drop the enum's reference so the append below does not copy the body
         guard body.count + bytes.count <= configuration.maxBodyBytes else {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
             return
         }
         body.append(contentsOf: bytes)
-        input = .body(head, body)
-        actions.append(.armTimer(.request))
+        input = .body(head, body, since: since)
+        // Re-armed even when the rate's instant stays: each piece restarts the pause limit.
+        timer = .body(until: bodyDeadline(since: since, received: body.count))
+        actions.append(.armTimer(timer!))
     }
 
     /// The request is complete.
     mutating func receivedEnd(into actions: inout [Action]) {
-        guard lifecycle == .open, case .body(let head, let body) = input else { return }
+        guard lifecycle == .open, case .body(let head, let body, _) = input else { return }
         input = .idle
         queue.append(.request(HTTPRequest(head: head, body: body), Self.context(head)))
         if !head.keepAlive {
@@ -163,7 +175,7 @@ struct HTTPConnectionStateMachine {
     mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?, into actions: inout [Action]) {
         guard lifecycle == .open else { return }
         let version: HTTPVersion
-        if case .body(let head, _) = input { version = head.version } else { version = .http1_1 }
+        if case .body(let head, _, _) = input { version = head.version } else { version = .http1_1 }
         reject(failure.problem, ResponseContext(requestID: requestID, method: method ?? "-", version: version, keepAlive: false), &actions)
     }
 
@@ -192,11 +204,11 @@ struct HTTPConnectionStateMachine {
         guard let kind = timer else { return }
         timer = nil
         switch kind {
-        case .request:
+        case .request, .body:
             switch input {
             case .head, .body:
                 let context: ResponseContext
-                if case .body(let head, _) = input {
+                if case .body(let head, _, _) = input {
                     context = Self.context(head)
                 } else {
                     context = ResponseContext(requestID: requestID, method: "-", version: .http1_1, keepAlive: false)
@@ -287,10 +299,24 @@ struct HTTPConnectionStateMachine {
         updateTimer(&actions)
     }
 
+    /// Pauses reading while too many requests are pending, but never inside a body: a request begun is read
+    /// whole (at most `maxBodyBytes`), so its body's clock never runs while the connection is not reading.
     private mutating func applyBackpressure(_ actions: inout [Action]) {
         guard lifecycle == .open else { return }
+        if case .body = input {
+            setReading(true, &actions)
+            return
+        }
         let backlog = queue.count + (running == nil ? 0 : 1) + writesInFlight
         setReading(backlog < configuration.maxPendingRequests, &actions)
+    }
+
+    /// When a body whose head ended at `since` and of which `received` bytes arrived falls behind the minimum
+    /// rate: the grace period, or the time those bytes buy at that rate, whichever is longer.
+    private func bodyDeadline(since: UInt64, received: Int) -> UInt64 {
+        guard configuration.minBodyBytesPerSecond > 0 else { return .max }
+        let earned = UInt64(received) * 1_000 / UInt64(configuration.minBodyBytesPerSecond)
+        return since + max(UInt64(max(0, configuration.minBodyRateGraceMs)), earned)
     }
 
     private mutating func setReading(_ reading: Bool, _ actions: inout [Action]) {
@@ -326,8 +352,10 @@ struct HTTPConnectionStateMachine {
             return
         case (.lingering, _):
             desired = .linger
-        case (_, .head), (_, .body):
+        case (_, .head):
             desired = .request
+        case (_, .body(_, let body, let since)):
+            desired = .body(until: bodyDeadline(since: since, received: body.count))
         case _ where running != nil || !queue.isEmpty:
             desired = nil
         case (.open, .idle):

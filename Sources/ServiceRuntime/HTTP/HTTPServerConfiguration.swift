@@ -14,6 +14,11 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public var idleTimeoutMs: Int
     /// How long a closing connection keeps reading and discarding so the client sees the last answer.
     public var lingerTimeoutMs: Int
+    /// The slowest a request body may arrive, on average since its head, once `minBodyRateGraceMs` has passed
+    /// (bytes per second; 0: any rate, each piece still within `headerTimeoutMs` of the last). A slower client gets
+    /// a 408 and is closed, so trickled bodies cannot hold connections ("slow POST"). Kestrel's defaults.
+    public var minBodyBytesPerSecond: Int
+    public var minBodyRateGraceMs: Int
     /// Largest request body; larger ones get a 413.
     public var maxBodyBytes: Int
     /// Largest request line plus header block; larger ones get a 431 (414 for the request line alone).
@@ -28,7 +33,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 1024,
         headerTimeoutMs: Int = 10_000, idleTimeoutMs: Int = 60_000, lingerTimeoutMs: Int = 2_000,
-        maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxHeaders: Int = 100,
+        minBodyBytesPerSecond: Int = 240, minBodyRateGraceMs: Int = 5_000, maxBodyBytes: Int = 1 << 20, maxHeaderBytes: Int = 16 << 10, maxHeaders: Int = 100,
         maxPendingRequests: Int = 8, backlog: Int = 1024
     ) {
         self.host = host
@@ -37,6 +42,8 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
         self.headerTimeoutMs = headerTimeoutMs
         self.idleTimeoutMs = idleTimeoutMs
         self.lingerTimeoutMs = lingerTimeoutMs
+        self.minBodyBytesPerSecond = minBodyBytesPerSecond
+        self.minBodyRateGraceMs = minBodyRateGraceMs
         self.maxBodyBytes = maxBodyBytes
         self.maxHeaderBytes = maxHeaderBytes
         self.maxHeaders = maxHeaders
