@@ -72,6 +72,16 @@ import Testing
         #expect(line.filter { $0 == "\n" }.count == 1)
     }
 
+    /// Lines logged for a request carry its id once, whether or not they name it.
+    @Test func linesLoggedForARequestCarryItsID() {
+        let lines = Log.$requestID.withValue("req-7") {
+            [Log.line(.info, "e", ["a": "1"]), Log.line(.info, "e", ["request_id": "other", "a": "1"])].map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(lines[0].hasSuffix(" event=e a=1 request_id=req-7\n"))
+        #expect(lines[1].hasSuffix(" event=e request_id=other a=1\n"))
+        #expect(!String(decoding: Log.line(.info, "e", ["a": "1"]), as: UTF8.self).contains("request_id"))
+    }
+
     @Test func typedLogFieldsAreFormattedInPlace() throws {
         var line = try #require(Log.Line(.error, "done"))
         line.add("status", -404)

@@ -20,6 +20,16 @@ import Testing
         await server.shutdown()
     }
 
+    /// A handler that suspends runs with its request's id bound for the log (`Log.requestID`), after its awaits too.
+    @Test func aSuspendingHandlerLogsUnderItsRequestID() async throws {
+        let server = try await HTTPTestServer.start()
+        let given = try await server.request("/logged-request", headers: [("X-Request-Id", "abc-456")])
+        #expect(String(decoding: given.body, as: UTF8.self) == "abc-456")
+        let generated = try await server.request("/logged-request")
+        #expect(String(decoding: generated.body, as: UTF8.self) == generated.headers["X-Request-Id"])
+        await server.shutdown()
+    }
+
     @Test func saneIncomingRequestIDIsKeptOthersAreReplaced() async throws {
         let server = try await HTTPTestServer.start()
         let kept = try await server.request("/healthz", headers: [("X-Request-Id", "abc-123")])

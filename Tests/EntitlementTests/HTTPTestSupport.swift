@@ -54,6 +54,10 @@ struct HTTPTestServer: Sendable {
             await LoopTimer.sleep(milliseconds: UInt64(request.query["ms"] ?? "") ?? 200)
             return .json(["slept": request.query["ms"] ?? "200"])
         }
+        router.get("/logged-request") { _, _ in
+            await LoopTimer.sleep(milliseconds: 1)
+            return .text(Log.requestID ?? "none")
+        }
         router.get("/boom") { _, _ in throw TestFailure(secret: "database password is hunter2") }
         router.get("/problem") { _, _ in
             throw ProblemError(status: 422, title: "Receipt rejected", detail: "Apple rejected the receipt.", extra: ["apple_status": 21010])

@@ -54,7 +54,7 @@ struct AdminRoutes {
         }
         let record = try await grants.create(userID: userID, entitlement: entitlement, expiresAt: expiresAt, reason: reason,
                                              actor: caller.keyID, now: now)
-        Log.info("grant_created", ["request_id": request.requestID, "grant_id": record.grant.id, "actor": caller.keyID])
+        Log.info("grant_created", ["grant_id": record.grant.id, "actor": caller.keyID])
         return .json(record, status: 201)
     }
 
@@ -63,7 +63,7 @@ struct AdminRoutes {
         guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
             throw ProblemError(status: 404, detail: "No grant has this grant_id.")
         }
-        Log.info("grant_revoked", ["request_id": request.requestID, "grant_id": id.lowercasedString, "actor": caller.keyID])
+        Log.info("grant_revoked", ["grant_id": id.lowercasedString, "actor": caller.keyID])
         return .json(record)
     }
 
@@ -85,7 +85,7 @@ struct AdminRoutes {
                 : ProblemError.badRequest("'\(error.field)' \(error.reason).", field: error.field)
         }
         let created = try await editor.put(product, actor: caller.keyID)
-        Log.info("product_put", ["request_id": request.requestID, "product_id": product.productID, "created": created, "actor": caller.keyID])
+        Log.info("product_put", ["product_id": product.productID, "created": created, "actor": caller.keyID])
         return .json(product, status: created ? 201 : 200)
     }
 

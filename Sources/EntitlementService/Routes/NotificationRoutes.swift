@@ -44,7 +44,7 @@ struct NotificationRoutes {
             incoming = try version1(request.body, object: object)
         }
         let outcome = try await intake.take(incoming)
-        Log.info("app_store_notification", ["request_id": request.requestID, "notification_uuid": incoming.uuid, "version": incoming.version,
+        Log.info("app_store_notification", ["notification_uuid": incoming.uuid, "version": incoming.version,
                                              "type": incoming.type, "subtype": incoming.subtype, "environment": incoming.environment,
                                              "original_transaction_id": incoming.originalTransactionID, "duplicate": !outcome.stored,
                                              "state": outcome.stored ? outcome.state.rawValue : nil])

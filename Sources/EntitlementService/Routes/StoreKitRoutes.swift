@@ -61,7 +61,7 @@ struct StoreKitRoutes {
             do {
                 verified.append(try await signatures.verifyTransaction(jws))
             } catch {
-                Log.warning("signed_transaction_refused", ["request_id": request.requestID, "field": field, "status": error.status.rawValue,
+                Log.warning("signed_transaction_refused", ["field": field, "status": error.status.rawValue,
                                                            "reason": error.reason])
                 throw ProblemError(status: 422, title: "Signed transaction rejected",
                                    detail: "'\(field)' is not a transaction signed by the App Store for this app: \(error.reason).",
@@ -83,7 +83,7 @@ struct StoreKitRoutes {
         } catch let conflict as OwnershipConflict {
             throw ProblemError.ownershipConflict(conflict.originalTransactionID, outcome: "nothing was recorded")
         }
-        Log.info("signed_transactions_recorded", ["request_id": request.requestID, "user_id": userID, "environment": environment.rawValue,
+        Log.info("signed_transactions_recorded", ["user_id": userID, "environment": environment.rawValue,
                                                   "transactions": transactions.count, "new_transactions": recorded.newTransactions])
         let document = try await reader.document(userID: userID, at: Date())
         let ids = verified.map(\.payload.transaction.transactionID)

@@ -44,7 +44,7 @@ struct WebhookRoutes {
             throw ProblemError(status: 404, detail: "No webhook event has this event_id.")
         }
         let text = id.lowercasedString
-        Log.info("webhook_redeliver", ["request_id": request.requestID, "event_id": text])
+        Log.info("webhook_redeliver", ["event_id": text])
         return .json(["event_id": text, "status": WebhookDeliveryStatus.pending.rawValue], status: 202)
     }
 }

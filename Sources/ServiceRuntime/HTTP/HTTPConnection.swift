@@ -163,7 +163,7 @@ final class HTTPConnection: FinishBeforeWaiting {
             finish(request, outcome, route: route, started: started)
         case .pending(let work):
             Task.onLoop {
-                let outcome = await work()
+                let outcome = await Log.$requestID.withValue(request.requestID) { await work() }
                 self.finish(request, outcome, route: route, started: started)
             }
         }

@@ -27,6 +27,11 @@ public enum Log {
         }
     }()
 
+    /// The id of the request the current task works for: the HTTP server binds it around every handler that
+    /// suspends, and the tasks a handler starts inherit it. Every line logged meanwhile carries it as
+    /// `request_id` (unless the line names one itself), so a handler's lines join its access-log line.
+    @TaskLocal public static var requestID: String?
+
     public static func debug(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.debug, event, fields) }
     public static func info(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.info, event, fields) }
     public static func warning(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.warning, event, fields) }
@@ -40,10 +45,13 @@ public enum Log {
     /// The whole line, newline included: `ts=… level=… event=… key=value…`.
     static func line(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?>) -> [UInt8] {
         var line = Line(unfiltered: level, event)
+        var namesRequest = false
         for (key, value) in fields {
             guard let value else { continue }
+            namesRequest = namesRequest || key == "request_id"
             line.add(key, value.description)
         }
+        if !namesRequest, let requestID { line.add("request_id", requestID) }
         return line.finished()
     }
 
