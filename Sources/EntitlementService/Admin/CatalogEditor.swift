@@ -40,7 +40,7 @@ struct CatalogEditor {
         let stored = try await products.catalog(on: db)
         var count = 0
         for product in file.products where stored.product(product.productID) != product {
-            try await change(product, actor: nil)
+            _ = try await change(product, actor: nil)
             count += 1
         }
         return (file.products.count, count)
