@@ -19,3 +19,9 @@ CREATE TRIGGER products_revision AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON
 
 -- Who owns a product, for the events of a catalog change.
 CREATE INDEX app_store_transactions_product ON app_store_transactions (product_id);
+
+-- A catalog change that alters what a product unlocks marks its owners' heads in its own transaction: due now
+-- (`next_change_at`) and naming the product here ('' when several products' changes wait), so the expiration
+-- worker, or the next write to the user, evaluates them with the new catalog and writes their `catalog_change`
+-- events. Cleared when the head is next written.
+ALTER TABLE user_event_heads ADD COLUMN pending_catalog_change text;

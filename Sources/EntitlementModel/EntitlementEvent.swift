@@ -79,8 +79,9 @@ public enum EntitlementChangeCause: Sendable, Hashable {
     case grant(id: String)
     case grantRevoked(id: String)
     case consumableSpent(currency: String)
-    /// The catalog entry of this product, which the user owns, changed what it unlocks.
-    case catalogChanged(productID: String)
+    /// The catalog entry of this product, which the user owns, changed what it unlocks (nil: entries of several
+    /// products).
+    case catalogChanged(productID: String?)
     /// Time alone: an entitlement's end passed.
     case timePassed
 }

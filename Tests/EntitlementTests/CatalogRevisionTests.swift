@@ -23,7 +23,7 @@ import Testing
                 transactions: [purchase], renewals: [], latestReceipt: nil, appleStatus: 0, environment: .sandbox,
                 context: .init(poster: "u", movesOwnership: true, actor: "test", claim: nil, orderID: nil))
             #expect(try await eventsB.catalog.current().product("com.example.lifetime")?.entitlements == ["pro"])
-            _ = try await CatalogEditor(db: pool, events: eventsA).put(Self.extras, actor: "admin#1")
+            _ = try await CatalogEditor(db: pool, catalog: eventsA.catalog).put(Self.extras, actor: "admin#1")
 
             // B's grant sees the product as it now is: one grant event, no step back to the old entry.
             _ = try await GrantEditor(db: pool, events: eventsB).create(userID: "u", entitlement: "gift", expiresAt: nil, reason: "test",
@@ -37,12 +37,42 @@ import Testing
         }
     }
 
+    /// A catalog change marks only heads holding a state, due at once, naming its product; changes of two
+    /// products waiting together name neither.
+    @Test @Loop func catalogChangesMarkHeadsWithAStateNamingTheirProduct() async throws {
+        try await TestDatabase.withMigratedDatabase { _, pool in
+            let store = EventStore()
+            let now = Date()
+            try await pool.transaction { connection in
+                for var head in try await store.lockHeads(["a", "b"], on: connection) where head.userID == "a" {
+                    head.state = EntitlementState(entitlements: [:], consumables: [:])
+                    try await store.updateHead(head, on: connection)
+                }
+            }
+            let pending = { @Loop in
+                try await pool.query("SELECT user_id, pending_catalog_change AS p, next_change_at <= $1 AS due FROM user_event_heads ORDER BY user_id",
+                                     [now]).rows.map { (try $0.string("user_id"), try $0.optionalString("p"), try $0.optionalBool("due")) }
+            }
+            #expect(try await store.markCatalogChanged(["a", "b", "c"], productID: "p1", now: now, on: pool) == 1)
+            var rows = try await pending()
+            #expect(rows.map(\.0) == ["a", "b"] && rows[0].1 == "p1" && rows[0].2 == true && rows[1].1 == nil && rows[1].2 == nil)
+            _ = try await store.markCatalogChanged(["a"], productID: "p1", now: now, on: pool)
+            #expect(try await pending()[0].1 == "p1")
+            _ = try await store.markCatalogChanged(["a"], productID: "p2", now: now, on: pool)
+            rows = try await pending()
+            #expect(rows[0].1 == "")
+            #expect(DerivedEntitlementEvent.derive(
+                before: EntitlementState(entitlements: [:], consumables: [:]), after: EntitlementState(entitlements: [:], consumables: ["coins": 1]),
+                cause: .catalogChanged(productID: nil)) == DerivedEntitlementEvent(type: .catalogChange))
+        }
+    }
+
     @Test @Loop func theCatalogFileStoresOnlyWhatDiffers() async throws {
         try await TestDatabase.withMigratedDatabase { _, pool in
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(randomToken()).json")
             defer { try? FileManager.default.removeItem(at: file) }
             try Data(ServiceHarness.catalog.utf8).write(to: file)
-            let editor = CatalogEditor(db: pool, events: EventRecorder(catalog: CatalogCache(db: pool), delivers: false))
+            let editor = CatalogEditor(db: pool, catalog: CatalogCache(db: pool))
             let revision = { @Loop in try await pool.query("SELECT revision FROM catalog_revision", []).rows[0].int64("revision") }
 
             let first = try await editor.importFile(file.path)

@@ -5,19 +5,23 @@ import Foundation
 /// Catalog changes: one product created or replaced per call through the admin API (audited), or those of the
 /// `PRODUCTS_FILE` that differ from what is stored, at start. Each product is its own transaction, which holds the
 /// catalog exclusively (``ProductStore/holdCatalogExclusively(on:)``: writers evaluating users wait, and changes
-/// take turns) and, when the product unlocks something else than before, writes a `catalog_change` event for each
-/// of its owners whose entitlements change. This instance's catalog cache is dropped at once after it.
+/// take turns) and, when the product unlocks something else than before, marks the event heads of its owners as
+/// due, naming the product (``EventStore/markCatalogChanged(_:productID:now:on:)``): the ``ExpirationWorker``, or
+/// the next write to one of them, evaluates them with the new catalog and writes the `catalog_change` event of each
+/// whose entitlements changed. One statement however many owners, so the change holds writers only briefly, and
+/// nothing is lost: the marks commit with the change. This instance's catalog cache is dropped at once after it.
 @Loop
 struct CatalogEditor {
     let db: PostgresPool
-    let events: EventRecorder
+    let catalog: CatalogCache
     private let products = ProductStore()
     private let owners = OwnerStore()
+    private let heads = EventStore()
     private let audit = AuditStore()
 
-    init(db: PostgresPool, events: EventRecorder) {
+    init(db: PostgresPool, catalog: CatalogCache) {
         self.db = db
-        self.events = events
+        self.catalog = catalog
     }
 
     /// Stores `product` as `actor`; true when it was new, false when it replaced an entry.
@@ -46,30 +50,27 @@ struct CatalogEditor {
         return (file.products.count, count)
     }
 
-    /// Stores `product` in one transaction with the events of its owners and, for an admin (`actor`), the audit
-    /// row; true when the product was new.
+    /// Stores `product` in one transaction with the marks of its owners' heads and, for an admin (`actor`), the
+    /// audit row; true when the product was new.
     private func change(_ product: Product, actor: String?) async throws -> Bool {
-        let now = Date()
         let created = try await db.transaction { connection in
             try await products.holdCatalogExclusively(on: connection)
             let before = try await products.product(product.productID, on: connection)
             if actor == nil && before == product { return false }  // the file's entry, stored meanwhile
-            let owners = product.unlocksAlike(before) ? [] : try await owners.owners(ofProduct: product.productID, on: connection)
-            // The owners' heads are locked and what they hold read under the catalog as it was.
-            let watch = owners.isEmpty ? nil : try await events.watch(owners, now: now, on: connection)
             try await products.upsert(product, on: connection)
             if let actor {
                 try await audit.record(actor: actor, action: .productPut, subject: product.productID, userID: nil,
                                        before: try before.map { try PostgresJSON(encoding: $0) }, after: try PostgresJSON(encoding: product),
                                        on: connection)
             }
-            if var watch {
-                watch.catalog = try await products.catalog(on: connection)
-                try await events.finish(watch, cause: { _ in .catalogChanged(productID: product.productID) }, on: connection)
+            if !product.unlocksAlike(before) {
+                let owners = try await owners.owners(ofProduct: product.productID, on: connection)
+                let marked = try await heads.markCatalogChanged(Array(owners), productID: product.productID, now: Date(), on: connection)
+                Log.info("catalog_change_marked", ["product_id": product.productID, "owners": owners.count, "marked": marked])
             }
             return before == nil
         }
-        events.catalog.invalidate()
+        catalog.invalidate()
         return created
     }
 }

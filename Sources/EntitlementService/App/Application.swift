@@ -44,9 +44,8 @@ final class Application {
         Log.info("migrations_applied", ["count": applied.count])
 
         let catalog = CatalogCache(db: pool)
-        let events = EventRecorder(catalog: catalog, delivers: configuration.webhooks != nil)
         if let file = configuration.productsFile {
-            let imported = try await CatalogEditor(db: pool, events: events).importFile(file)
+            let imported = try await CatalogEditor(db: pool, catalog: catalog).importFile(file)
             Log.info("catalog_imported", ["file": file, "products": imported.products, "stored": imported.stored])
         }
         let cache = EntitlementCache(capacity: configuration.entitlementCacheSize, db: pool) { [catalog] in catalog.invalidate() }
@@ -59,6 +58,7 @@ final class Application {
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))
         let verifier = AppStoreClient(http: http, settings: AppStoreSettings(configuration))
         let retry = RetrySchedule(baseMs: configuration.retryBaseMs, maxMs: configuration.retryMaxMs)
+        let events = EventRecorder(catalog: catalog, delivers: configuration.webhooks != nil)
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs, events: events)
 

@@ -17,7 +17,7 @@ struct AdminRoutes {
 
     func register(on admin: RouterGroup) {
         let grants = GrantEditor(db: db, events: events)
-        let editor = CatalogEditor(db: db, events: events)
+        let editor = CatalogEditor(db: db, catalog: catalog)
         admin.post("/users/{user_id}/grants") { request, context in try await createGrant(try context.caller, request, context, grants) }
         admin.delete("/grants/{grant_id}") { request, context in try await revokeGrant(try context.caller, request, context, grants) }
         admin.put("/products/{product_id}") { request, context in try await putProduct(try context.caller, request, context, editor) }

@@ -11,6 +11,9 @@ struct EventHead: Sendable {
     var state: EntitlementState?
     /// When that state next changes with time alone; nil when nothing is due.
     var nextChangeAt: Date?
+    /// A catalog change of this product may have changed the state since it was written (`""`: changes of
+    /// several products); the next evaluation names it as the cause. Cleared when the head is written.
+    var pendingCatalogChange: String? = nil
 }
 
 /// One event of the customer view: its body as sent, and where its delivery stands.
@@ -35,7 +38,7 @@ struct EventStore {
             ON CONFLICT (user_id) DO NOTHING
             """, [users])
         return try await db.query("""
-            SELECT user_id, last_sequence, state::text AS state, next_change_at FROM user_event_heads
+            SELECT user_id, last_sequence, state::text AS state, next_change_at, pending_catalog_change FROM user_event_heads
              WHERE user_id = ANY($1)
              ORDER BY user_id
              FOR UPDATE
@@ -46,7 +49,7 @@ struct EventStore {
     /// holds, soonest first.
     func claimDueHeads(limit: Int, now: Date, on db: some PostgresQueryable) async throws -> [EventHead] {
         try await db.query("""
-            SELECT user_id, last_sequence, state::text AS state, next_change_at FROM user_event_heads
+            SELECT user_id, last_sequence, state::text AS state, next_change_at, pending_catalog_change FROM user_event_heads
              WHERE next_change_at <= $1
              ORDER BY next_change_at
              LIMIT $2
@@ -54,11 +57,27 @@ struct EventStore {
             """, [now, limit]).rows.map(Self.head)
     }
 
-    /// Stores `head` (its sequence, state and next change) back.
+    /// Marks the heads of those of `userIDs` that hold a state as due at `now`, changed by the catalog entry of
+    /// `productID` (kept when it is the only one waiting, else `""`). Returns how many were marked.
+    func markCatalogChanged(_ userIDs: [String], productID: String, now: Date, on db: some PostgresQueryable) async throws -> Int {
+        guard !userIDs.isEmpty else { return 0 }
+        return try await db.query("""
+            WITH marked AS (
+                UPDATE user_event_heads
+                   SET next_change_at = LEAST(next_change_at, $3),  -- LEAST skips a NULL
+                       pending_catalog_change = CASE WHEN coalesce(pending_catalog_change, $2) = $2 THEN $2 ELSE '' END
+                 WHERE user_id = ANY($1) AND state IS NOT NULL
+                RETURNING 1)
+            SELECT count(*)::int AS marked FROM marked
+            """, [userIDs.sorted(), productID, now]).rows[0].int("marked")
+    }
+
+    /// Stores `head` (its sequence, state and next change) back, its pending catalog change done.
     func updateHead(_ head: EventHead, on db: some PostgresQueryable) async throws {
         let state = try head.state.map { try PostgresJSON(encoding: $0) }
         _ = try await db.query("""
-            UPDATE user_event_heads SET last_sequence = $2, state = $3::jsonb, next_change_at = $4, updated_at = now()
+            UPDATE user_event_heads SET last_sequence = $2, state = $3::jsonb, next_change_at = $4, pending_catalog_change = NULL,
+                   updated_at = now()
              WHERE user_id = $1
             """, [head.userID, head.lastSequence, state, head.nextChangeAt])
     }
@@ -92,6 +111,7 @@ struct EventStore {
             try JSONDecoder().decode(EntitlementState.self, from: Data($0.utf8))
         }
         return EventHead(userID: try row.string("user_id"), lastSequence: try row.int("last_sequence"), state: state,
-                         nextChangeAt: try row.optionalDate("next_change_at"))
+                         nextChangeAt: try row.optionalDate("next_change_at"),
+                         pendingCatalogChange: try row.optionalString("pending_catalog_change"))
     }
 }

@@ -17,8 +17,9 @@ struct EventScopeChanged: Error, Sendable {
 /// makes its change, then calls ``finish(_:affected:cause:on:)``, which evaluates each watched user after the change
 /// and writes an event when, and only when, what GET entitlements answers for them (entitlements and consumables, as
 /// written) differs from what the user's last write left; the event's type comes from the model's
-/// `DerivedEntitlementEvent.derive`. A change that time alone made since then (an end passed, not yet seen by the
-/// ``ExpirationWorker``) is written first, as its own `expiration` event. Users are evaluated with the catalog
+/// `DerivedEntitlementEvent.derive`. A change made since then without a write to the user (an end passed, or a
+/// catalog change marked on their head, not yet seen by the ``ExpirationWorker``) is written first, as its own
+/// `expiration` or `catalog_change` event. Users are evaluated with the catalog
 /// the transaction holds (``Watch/catalog``), never a cached copy a concurrent catalog change is replacing.
 @Loop
 struct EventRecorder {
@@ -36,8 +37,7 @@ struct EventRecorder {
 
     /// The users a transaction is about to change, locked, with what each held before the change.
     struct Watch {
-        /// What the users are evaluated with: the catalog the transaction holds. A catalog change sets the new one
-        /// before ``finish(_:affected:cause:on:)``.
+        /// What the users are evaluated with: the catalog the transaction holds.
         var catalog: Catalog
         var now: Date
         var heads: [String: EventHead]
@@ -57,9 +57,10 @@ struct EventRecorder {
                 watch.before[head.userID] = state
             } else {
                 let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
-                try await writeEvent(from: head.state, to: current.state, cause: .timePassed, head: &head, now: now, on: connection)
+                try await writeEvent(from: head.state, to: current.state, cause: Self.pendingCause(head), head: &head, now: now, on: connection)
                 head.state = current.state
                 head.nextChangeAt = current.nextChange
+                head.pendingCatalogChange = nil
                 // Stored at once: a transaction that ends up changing nothing need not call `finish`.
                 try await events.updateHead(head, on: connection)
                 watch.before[head.userID] = current.state
@@ -92,7 +93,8 @@ struct EventRecorder {
         return written
     }
 
-    /// Writes the changes time alone made for up to `limit` users whose next change is due at `now` (heads claimed
+    /// Writes the changes time alone or a catalog change made for up to `limit` users whose next change is due at
+    /// `now` (heads claimed
     /// with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns how many it took.
     func catchUp(limit: Int, now: Date, on connection: PostgresConnection) async throws -> Int {
         let catalog = try await heldCatalog(on: connection)
@@ -100,12 +102,18 @@ struct EventRecorder {
         guard !heads.isEmpty else { return 0 }
         for var head in heads {
             let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
-            try await writeEvent(from: head.state, to: current.state, cause: .timePassed, head: &head, now: now, on: connection)
+            try await writeEvent(from: head.state, to: current.state, cause: Self.pendingCause(head), head: &head, now: now, on: connection)
             head.state = current.state
             head.nextChangeAt = current.nextChange
             try await events.updateHead(head, on: connection)
         }
         return heads.count
+    }
+
+    /// What changed a due head's user since their state was written: a catalog change marked on it
+    /// (``CatalogEditor``), else time alone.
+    private static func pendingCause(_ head: EventHead) -> EntitlementChangeCause {
+        head.pendingCatalogChange.map { .catalogChanged(productID: $0.isEmpty ? nil : $0) } ?? .timePassed
     }
 
     /// The catalog in force, held (shared) until the transaction ends: taken before any head, as a catalog change

@@ -3,7 +3,8 @@ import Foundation
 
 /// Turns "an active entitlement's end passed" into its event without any message from Apple: claims users whose
 /// stored next change is due (`FOR UPDATE SKIP LOCKED`, so instances share them and each is taken once),
-/// evaluates them now and writes the `expiration` when what they hold changed, and stores their next change.
+/// evaluates them now and writes the `expiration` when what they hold changed (a `catalog_change` for heads a
+/// catalog change marked), and stores their next change.
 @Loop
 enum ExpirationWorker {
     static let batchSize = 100

@@ -31,7 +31,7 @@ final class PurchaseStack: ServiceDatabase {
                 _ = try await Migrator(pool: pool, directory: Migrator.defaultDirectory()).run()
                 try Data(ServiceHarness.catalog.utf8).write(to: catalogFile)
                 let catalog = CatalogCache(db: pool)
-                _ = try await CatalogEditor(db: pool, events: EventRecorder(catalog: catalog, delivers: false)).importFile(catalogFile.path)
+                _ = try await CatalogEditor(db: pool, catalog: catalog).importFile(catalogFile.path)
                 return PurchaseStack(databaseURL: url, pool: pool, catalog: catalog)
             }, stop: { _ in await pool.close() }, body)
         }
