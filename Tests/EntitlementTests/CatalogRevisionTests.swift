@@ -44,10 +44,9 @@ import Testing
             let store = EventStore()
             let now = Date()
             try await pool.transaction { connection in
-                for var head in try await store.lockHeads(["a", "b"], on: connection) where head.userID == "a" {
-                    head.state = EntitlementState(entitlements: [:], consumables: [:])
-                    try await store.updateHead(head, on: connection)
-                }
+                var heads = try await store.lockHeads(["a", "b"], on: connection).filter { $0.userID == "a" }
+                heads[0].state = EntitlementState(entitlements: [:], consumables: [:])
+                try await store.updateHeads(heads, on: connection)
             }
             let pending = { @Loop in
                 try await pool.query("SELECT user_id, pending_catalog_change AS p, next_change_at <= $1 AS due FROM user_event_heads ORDER BY user_id",

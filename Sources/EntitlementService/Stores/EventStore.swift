@@ -72,25 +72,36 @@ struct EventStore {
             """, [userIDs.sorted(), productID, now]).rows[0].int("marked")
     }
 
-    /// Stores `head` (its sequence, state and next change) back, its pending catalog change done.
-    func updateHead(_ head: EventHead, on db: some PostgresQueryable) async throws {
-        let state = try head.state.map { try PostgresJSON(encoding: $0) }
+    /// Stores `heads` (their sequences, states and next changes) back in one statement, their pending catalog
+    /// changes done.
+    func updateHeads(_ heads: [EventHead], on db: some PostgresQueryable) async throws {
+        guard !heads.isEmpty else { return }
         _ = try await db.query("""
-            UPDATE user_event_heads SET last_sequence = $2, state = $3::jsonb, next_change_at = $4, pending_catalog_change = NULL,
-                   updated_at = now()
-             WHERE user_id = $1
-            """, [head.userID, head.lastSequence, state, head.nextChangeAt])
+            UPDATE user_event_heads h
+               SET last_sequence = u.last_sequence, state = u.state, next_change_at = u.next_change_at,
+                   pending_catalog_change = NULL, updated_at = now()
+              FROM unnest($1::text[], $2::bigint[], $3::jsonb[], $4::timestamptz[]) AS u(user_id, last_sequence, state, next_change_at)
+             WHERE h.user_id = u.user_id
+            """, [heads.map(\.userID), heads.map(\.lastSequence), try heads.map { try $0.state.map { try PostgresJSON(encoding: $0) } },
+                  heads.map(\.nextChangeAt)])
     }
 
-    /// Inserts `event` with `payload`, the exact bytes to send; `delivery` is `pending` (due at once) or `none`.
-    func insert(_ event: WebhookEvent, payload: String, delivery: WebhookDeliveryStatus, on db: some PostgresQueryable) async throws {
+    /// Inserts `events`, each with its payload (the exact bytes to send), in one statement, their positions in
+    /// the order given; `delivery` is `pending` (due at once) or `none`.
+    func insert(_ events: [(event: WebhookEvent, payload: String)], delivery: WebhookDeliveryStatus,
+                on db: some PostgresQueryable) async throws {
+        guard !events.isEmpty else { return }
         let pending = delivery == .pending
         _ = try await db.query("""
             INSERT INTO webhook_events (event_id, user_id, sequence, type, created_at, payload, delivery_status,
                                         pending_since, next_attempt_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-            """, [event.id, event.userID, event.sequence, event.change.type.rawValue, event.createdAt, payload,
-                  delivery.rawValue, pending ? event.createdAt : nil])
+            SELECT id, user_id, sequence, type, created_at, payload, $7, due, due
+              FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[], $8::timestamptz[])
+                   WITH ORDINALITY AS e(id, user_id, sequence, type, created_at, payload, due, n)
+             ORDER BY n  -- positions in the order given
+            """, [events.map(\.event.id), events.map(\.event.userID), events.map(\.event.sequence), events.map(\.event.change.type.rawValue),
+                  events.map(\.event.createdAt), events.map(\.payload), delivery.rawValue,
+                  events.map { pending ? $0.event.createdAt : nil }])
     }
 
     /// The user's events newest first: at most `limit`, with a sequence below `before` when given.

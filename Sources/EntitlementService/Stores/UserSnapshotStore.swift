@@ -38,9 +38,11 @@ struct UserSnapshotStore {
         try await snapshots(of: [userID], on: pool)[0]
     }
 
-    /// Read inside the caller's transaction on `connection` (which sees its own uncommitted writes).
-    func snapshot(of userID: String, within connection: PostgresConnection) async throws -> UserSnapshot {
-        try Self.decode(try await connection.pipeline(Self.statements([userID])), [userID])[0]
+    /// The snapshots of `userIDs` (which must differ), in their order, read inside the caller's transaction on
+    /// `connection` (which sees its own uncommitted writes): one round trip for any number of users.
+    func snapshots(of userIDs: [String], within connection: PostgresConnection) async throws -> [UserSnapshot] {
+        guard !userIDs.isEmpty else { return [] }
+        return try Self.decode(try await connection.pipeline(Self.statements(userIDs)), userIDs)
     }
 
     /// The four statements, the users' array literal built once for all of them.

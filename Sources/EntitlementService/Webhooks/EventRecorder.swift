@@ -50,21 +50,19 @@ struct EventRecorder {
     /// ``finish(_:affected:cause:on:)``.
     func watch(_ users: Set<String>, now: Date, on connection: PostgresConnection) async throws -> Watch {
         let catalog = try await heldCatalog(on: connection)
-        let heads = try await events.lockHeads(Array(users), on: connection)
         var watch = Watch(catalog: catalog, now: now, heads: [:], before: [:])
-        for var head in heads {
+        var stale: [EventHead] = []
+        for head in try await events.lockHeads(Array(users), on: connection) {
             if let state = head.state, head.nextChangeAt.map({ $0 > now }) ?? true {
                 watch.before[head.userID] = state
+                watch.heads[head.userID] = head
             } else {
-                let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
-                try await writeEvent(from: head.state, to: current.state, cause: Self.pendingCause(head), head: &head, now: now, on: connection)
-                head.state = current.state
-                head.nextChangeAt = current.nextChange
-                head.pendingCatalogChange = nil
-                // Stored at once: a transaction that ends up changing nothing need not call `finish`.
-                try await events.updateHead(head, on: connection)
-                watch.before[head.userID] = current.state
+                stale.append(head)
             }
+        }
+        // Stored at once: a transaction that ends up changing nothing need not call `finish`.
+        for head in try await bringUpToDate(stale, catalog: catalog, now: now, on: connection) {
+            watch.before[head.userID] = head.state
             watch.heads[head.userID] = head
         }
         return watch
@@ -78,36 +76,57 @@ struct EventRecorder {
                 on connection: PostgresConnection) async throws -> [WebhookEvent] {
         let missing = affected.subtracting(watch.heads.keys)
         guard missing.isEmpty else { throw EventScopeChanged(users: missing) }
-        var written: [WebhookEvent] = []
-        for (userID, head) in watch.heads.sorted(by: { $0.key < $1.key }) {
-            var head = head
-            let after = try await evaluate(userID, catalog: watch.catalog, now: watch.now, on: connection)
-            if let event = try await writeEvent(from: watch.before[userID], to: after.state, cause: cause(userID), head: &head,
-                                                now: watch.now, on: connection) {
-                written.append(event)
-            }
-            head.state = after.state
-            head.nextChangeAt = after.nextChange
-            try await events.updateHead(head, on: connection)
-        }
-        return written
+        let heads = watch.heads.values.sorted { $0.userID < $1.userID }
+        let evaluated = try await evaluate(heads.map(\.userID), catalog: watch.catalog, now: watch.now, on: connection)
+        return try await record(zip(heads, evaluated).map { head, after in
+            (head, before: watch.before[head.userID], after: after, cause: cause(head.userID))
+        }, now: watch.now, on: connection).events
     }
 
     /// Writes the changes time alone or a catalog change made for up to `limit` users whose next change is due at
-    /// `now` (heads claimed
-    /// with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns how many it took.
+    /// `now` (heads claimed with SKIP LOCKED: another instance's worker or a writer holding one takes it); returns
+    /// how many it took.
     func catchUp(limit: Int, now: Date, on connection: PostgresConnection) async throws -> Int {
         let catalog = try await heldCatalog(on: connection)
         let heads = try await events.claimDueHeads(limit: limit, now: now, on: connection)
-        guard !heads.isEmpty else { return 0 }
-        for var head in heads {
-            let current = try await evaluate(head.userID, catalog: catalog, now: now, on: connection)
-            try await writeEvent(from: head.state, to: current.state, cause: Self.pendingCause(head), head: &head, now: now, on: connection)
-            head.state = current.state
-            head.nextChangeAt = current.nextChange
-            try await events.updateHead(head, on: connection)
+        return try await bringUpToDate(heads, catalog: catalog, now: now, on: connection).count
+    }
+
+    /// Evaluates the users of `heads` (locked, due) at `now`, their snapshots read in one round trip, writes the
+    /// event of each whose state changed since it was written (named by ``pendingCause(_:)``) and stores each
+    /// head's new state and next change; returns the heads as stored.
+    private func bringUpToDate(_ heads: [EventHead], catalog: Catalog, now: Date,
+                               on connection: PostgresConnection) async throws -> [EventHead] {
+        let evaluated = try await evaluate(heads.map(\.userID), catalog: catalog, now: now, on: connection)
+        return try await record(zip(heads, evaluated).map { head, current in
+            (head, before: head.state, after: current, cause: Self.pendingCause(head))
+        }, now: now, on: connection).heads
+    }
+
+    /// For each head: the event its change from `before` to `after` calls for, if any, as the head's next sequence
+    /// (a user with no recorded state has no `before`: their first state is recorded without one), then the head
+    /// with its new state and next change; all events in one statement, all heads in another.
+    private func record(_ changes: [(head: EventHead, before: EntitlementState?, after: (state: EntitlementState, nextChange: Date?),
+                                     cause: EntitlementChangeCause)],
+                        now: Date, on connection: PostgresConnection) async throws -> (events: [WebhookEvent], heads: [EventHead]) {
+        var written: [(event: WebhookEvent, payload: String)] = []
+        var heads: [EventHead] = []
+        for (head, before, after, cause) in changes {
+            var head = head
+            if let before, let change = DerivedEntitlementEvent.derive(before: before, after: after.state, cause: cause) {
+                head.lastSequence += 1
+                let event = WebhookEvent(id: UUID(), userID: head.userID, sequence: head.lastSequence, createdAt: now, change: change,
+                                         state: after.state)
+                written.append((event, String(decoding: try event.body(), as: UTF8.self)))
+            }
+            head.state = after.state
+            head.nextChangeAt = after.nextChange
+            head.pendingCatalogChange = nil
+            heads.append(head)
         }
-        return heads.count
+        try await events.insert(written, delivery: delivers ? .pending : .none, on: connection)
+        try await events.updateHeads(heads, on: connection)
+        return (written.map(\.event), heads)
     }
 
     /// What changed a due head's user since their state was written: a catalog change marked on it
@@ -122,24 +141,13 @@ struct EventRecorder {
         try await catalog.catalog(atRevision: try await products.holdCatalog(on: connection), on: connection)
     }
 
-    /// What `userID` holds at `now` as GET entitlements shows it, and when that next changes with time alone.
-    private func evaluate(_ userID: String, catalog: Catalog, now: Date,
-                          on connection: PostgresConnection) async throws -> (state: EntitlementState, nextChange: Date?) {
-        let snapshot = try await snapshots.snapshot(of: userID, within: connection)
-        let report = snapshot.report(catalog: catalog, at: now)
-        return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange)
-    }
-
-    /// Writes the event a change from `before` to `after` calls for, if any, as the head's next sequence. A user
-    /// with no recorded state has no `before`: their first state is recorded without an event.
-    @discardableResult
-    private func writeEvent(from before: EntitlementState?, to after: EntitlementState, cause: EntitlementChangeCause,
-                            head: inout EventHead, now: Date, on connection: PostgresConnection) async throws -> WebhookEvent? {
-        guard let before, let change = DerivedEntitlementEvent.derive(before: before, after: after, cause: cause) else { return nil }
-        head.lastSequence += 1
-        let event = WebhookEvent(id: UUID(), userID: head.userID, sequence: head.lastSequence, createdAt: now, change: change, state: after)
-        try await events.insert(event, payload: String(decoding: try event.body(), as: UTF8.self),
-                                delivery: delivers ? .pending : .none, on: connection)
-        return event
+    /// What each of `userIDs` (which differ) holds at `now` as GET entitlements shows it, and when that next
+    /// changes with time alone, in their order: their snapshots read in one round trip.
+    private func evaluate(_ userIDs: [String], catalog: Catalog, now: Date,
+                          on connection: PostgresConnection) async throws -> [(state: EntitlementState, nextChange: Date?)] {
+        try await snapshots.snapshots(of: userIDs, within: connection).map { snapshot in
+            let report = snapshot.report(catalog: catalog, at: now)
+            return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange)
+        }
     }
 }
