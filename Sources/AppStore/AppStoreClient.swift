@@ -4,13 +4,19 @@ import Foundation
 
 /// Where to reach Apple's verifyReceipt and what to send it; the timeouts are the `HTTPClient`'s.
 public struct AppStoreSettings: Sendable {
+    /// The Production verifyReceipt URL (`APPLE_VERIFY_URL_PRODUCTION`, normally Apple's
+    /// `https://buy.itunes.apple.com/verifyReceipt`).
     public var productionURL: String
+    /// The Sandbox verifyReceipt URL (`APPLE_VERIFY_URL_SANDBOX`, normally Apple's
+    /// `https://sandbox.itunes.apple.com/verifyReceipt`).
     public var sandboxURL: String
     /// The app's shared secret, sent as `password` with every request. Never logged.
     public var sharedSecret: String?
     /// A valid receipt of another bundle is rejected.
     public var bundleID: String?
 
+    /// Settings with these URLs; without a shared secret no `password` is sent, without a bundle id any app's
+    /// receipt is accepted.
     public init(productionURL: String, sandboxURL: String, sharedSecret: String? = nil, bundleID: String? = nil) {
         self.productionURL = productionURL
         self.sandboxURL = sandboxURL
@@ -30,11 +36,14 @@ public final class AppStoreClient: ReceiptVerifier {
     private let http: HTTPClient
     private let settings: AppStoreSettings
 
+    /// A client that posts through `http` (whose timeouts apply) to the URLs of `settings`.
     public init(http: HTTPClient, settings: AppStoreSettings) {
         self.http = http
         self.settings = settings
     }
 
+    /// Runs one `VerificationFlow` from `firstEnvironment`, redirects and `21002` repeats included; transport
+    /// failures end up in the result, nothing throws.
     public func verify(receiptData: String, firstEnvironment: StoreEnvironment) async -> VerificationFlow.Result {
         var flow = VerificationFlow(firstEnvironment: firstEnvironment, expectedBundleID: settings.bundleID)
         let body = Self.requestBody(receiptData: receiptData, password: settings.sharedSecret)

@@ -4,9 +4,11 @@ import ServiceRuntime
 
 /// Where the App Store Server API is and how long a call may take.
 public struct ServerAPISettings: Sendable {
+    /// The key and bundle id that mint each request's token.
     public var credentials: ServerAPICredentials
     /// `APPLE_API_URL_PRODUCTION` and `APPLE_API_URL_SANDBOX`: the base URLs the endpoints' paths follow.
     public var productionURL: String
+    /// The Sandbox base URL (`APPLE_API_URL_SANDBOX`); ``sandboxDefault`` unless set.
     public var sandboxURL: String
     /// The longest single exchange (`APPLE_TIMEOUT_MS`); a call's remaining time shortens it.
     public var timeoutMs: Int
@@ -15,9 +17,13 @@ public struct ServerAPISettings: Sendable {
     /// The backoff between retries of answers Apple could not give, within a call's time.
     public var retry: RetrySchedule
 
+    /// Apple's Production base URL, the default of `APPLE_API_URL_PRODUCTION`.
     public static let productionDefault = "https://api.storekit.apple.com"
+    /// Apple's Sandbox base URL, the default of `APPLE_API_URL_SANDBOX`.
     public static let sandboxDefault = "https://api.storekit-sandbox.apple.com"
 
+    /// Settings for Apple's own URLs, 10 s per exchange and per call, and retries backing off from 250 ms to 4 s,
+    /// unless given.
     public init(credentials: ServerAPICredentials, productionURL: String = Self.productionDefault,
                 sandboxURL: String = Self.sandboxDefault, timeoutMs: Int = 10_000, defaultWaitMs: Int = 10_000,
                 retry: RetrySchedule = RetrySchedule(baseMs: 250, maxMs: 4_000)) {
@@ -48,6 +54,7 @@ public struct ServerAPISettings: Sendable {
 /// token or the key.
 @Loop
 public final class ServerAPIClient {
+    /// Where Apple is, the credentials and the time limits; fixed for the client's life.
     public let settings: ServerAPISettings
     private let http: HTTPClient
     let verifier: any ServerAPISignatureChecking
@@ -56,6 +63,8 @@ public final class ServerAPIClient {
     /// Set once a configuration error is logged; a later success clears it, so each episode is logged once.
     private var configurationErrorLogged = false
 
+    /// A client that sends through `http` and checks every signed field with `verifier` (a `SignedDataVerifier`,
+    /// or a test's stand-in).
     public init(http: HTTPClient, settings: ServerAPISettings, verifier: some ServerAPISignatureChecking) {
         self.http = http
         self.settings = settings

@@ -7,14 +7,18 @@ import Foundation
 ///
 /// The private key is never printed: the description names the key id and the issuer only.
 public struct ServerAPICredentials: Sendable, CustomStringConvertible {
+    /// `APPLE_ISSUER_ID`: the App Store Connect issuer id, the token's `iss`.
     public var issuerID: String
+    /// `APPLE_KEY_ID`: the in-app purchase key's id, the token's `kid`.
     public var keyID: String
+    /// `APPLE_BUNDLE_ID`: the app's bundle id, the token's `bid`.
     public var bundleID: String
     let privateKey: P256.Signing.PrivateKey
 
     /// How long a minted token is valid: 5 minutes, well under Apple's 60.
     public static let tokenLifetime: TimeInterval = 300
 
+    /// Credentials from values already read; nothing is checked until Apple answers (401 for a wrong id or key).
     public init(issuerID: String, keyID: String, bundleID: String, privateKey: P256.Signing.PrivateKey) {
         self.issuerID = issuerID
         self.keyID = keyID

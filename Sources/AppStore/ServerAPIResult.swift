@@ -44,15 +44,21 @@ public enum ServerAPIResult<Answer: Sendable & Hashable>: Sendable, Hashable {
 /// One subscription in Get All Subscription Statuses: its group, Apple's status, and its latest transaction
 /// and renewal info, verified.
 public struct ServerAPISubscriptionStatus: Sendable, Hashable {
+    /// The group's `subscriptionGroupIdentifier`; nil when Apple omitted it.
     public var subscriptionGroupIdentifier: String?
+    /// The item's `originalTransactionId`; nil when Apple omitted it.
     public var originalTransactionID: String?
     /// Apple's `status` (1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked); nil when Apple
     /// sent a value this code does not know (see `rawStatus`).
     public var status: AppStoreSubscriptionStatus?
+    /// Apple's `status` exactly as sent, known or not; nil when Apple omitted it.
     public var rawStatus: Int?
+    /// The verified `signedTransactionInfo`: the subscription's latest transaction; nil when Apple sent none.
     public var transaction: ServerAPISigned<AppStoreTransactionV2>?
+    /// The verified `signedRenewalInfo`; nil when Apple sent none.
     public var renewalInfo: ServerAPISigned<AppStoreRenewalInfoV2>?
 
+    /// A status with these values; `status` is not derived from `rawStatus` (the client sets both).
     public init(subscriptionGroupIdentifier: String?, originalTransactionID: String?, status: AppStoreSubscriptionStatus?,
                 rawStatus: Int?, transaction: ServerAPISigned<AppStoreTransactionV2>? = nil,
                 renewalInfo: ServerAPISigned<AppStoreRenewalInfoV2>? = nil) {
@@ -68,16 +74,20 @@ public struct ServerAPISubscriptionStatus: Sendable, Hashable {
 /// One notification of Get Notification History: the notification verified (its `signedPayload` is the
 /// `jws`, to feed to the same path as a notification Apple POSTs) and Apple's delivery attempts.
 public struct ServerAPIHistoricNotification: Sendable, Hashable {
+    /// The verified `signedPayload`, with its JWS for the notification intake.
     public var notification: ServerAPISigned<AppStoreNotificationV2>
+    /// Apple's `sendAttempts` for it (`attemptDate`, `sendAttemptResult`), as listed.
     public var sendAttempts: [ServerAPIResponse.NotificationHistory.SendAttempt]
 }
 
 /// One page of Get Notification History: its notifications, verified, and Apple's `paginationToken` for the
 /// next page (nil on the last).
 public struct ServerAPINotificationHistoryPage: Sendable, Hashable {
+    /// The page's notifications whose `signedPayload` verified and decoded, in Apple's order.
     public var notifications: [ServerAPIHistoricNotification]
     /// Why each notification of the page whose signed payload was refused was refused (never the payload): one
     /// bad notification is left out rather than failing the page, which would stop the history at it for good.
     public var refused: [String] = []
+    /// Apple's `paginationToken` while `hasMore`; nil on the last page.
     public var nextPaginationToken: String?
 }

@@ -45,6 +45,7 @@ public struct ServerAPISigned<Payload: Sendable & Hashable>: Sendable, Hashable 
     /// The payload's `signedDate`: renewal state carries it, so that older never overwrites newer.
     public var signedDate: Date?
 
+    /// A verified field from its JWS as received, decoded payload and `signedDate`; nothing is checked here.
     public init(jws: String, payload: Payload, signedDate: Date?) {
         self.jws = jws
         self.payload = payload

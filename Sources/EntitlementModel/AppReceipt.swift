@@ -212,5 +212,6 @@ extension BERNode {
 /// Why bytes are not a receipt that can be read locally.
 public struct ReceiptDecodingError: Error, Sendable, CustomStringConvertible {
     public var description: String
+    /// An error with this message, which names the attribute or structure at fault.
     public init(_ description: String) { self.description = description }
 }

@@ -84,7 +84,9 @@ public struct Catalog: Sendable, Hashable, Codable {
 /// Fields that do not apply to the type (a `duration` on a consumable) are accepted, checked and kept, but the
 /// entitlement rules ignore them.
 public struct Product: Sendable, Hashable, Codable {
+    /// The App Store product identifier (`product_id`) transactions name: 1–255 letters, digits, `.`, `_` or `-`.
     public let productID: String
+    /// `type`: decides which other fields are required and which entitlement rules apply.
     public let type: ProductType
     /// The entitlement names this product unlocks.
     public let entitlements: [String]
@@ -276,6 +278,7 @@ public struct CatalogError: Error, Hashable, CustomStringConvertible {
 
     public var description: String { field.isEmpty ? reason : "\(field): \(reason)" }
 
+    /// An error with this field path (empty for the whole document) and reason; nothing is checked.
     public init(field: String, reason: String) {
         self.field = field
         self.reason = reason

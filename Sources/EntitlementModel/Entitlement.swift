@@ -14,8 +14,10 @@ public struct Entitlement: Sendable, Hashable, Encodable {
     public var expiresAt: Date?
     /// Why the entitlement is not active; nil while it is.
     public var inactiveReason: InactiveReason?
+    /// An App Store purchase or an admin grant; decides which fields the entitlement encodes.
     public var source: EntitlementSource
 
+    /// An entitlement with these values; it is active exactly when `inactiveReason` is nil.
     public init(expiresAt: Date?, inactiveReason: InactiveReason?, source: EntitlementSource) {
         self.expiresAt = expiresAt
         self.inactiveReason = inactiveReason
@@ -78,8 +80,11 @@ public enum EntitlementSource: Sendable, Hashable {
 
 /// The App Store purchase behind an entitlement.
 public struct AppStorePurchase: Sendable, Hashable {
+    /// The product's App Store identifier (`product_id`), as in the catalog.
     public var productID: String
+    /// The catalog's type of the product (`product_type`), not Apple's.
     public var productType: ProductType
+    /// The environment whose verification reported the purchase (`environment`).
     public var environment: StoreEnvironment
     /// Whether the subscription will renew at its expiry (always false for other product types).
     public var willRenew: Bool
@@ -87,9 +92,12 @@ public struct AppStorePurchase: Sendable, Hashable {
     public var inGracePeriod: Bool
     /// True while Apple keeps retrying a failed renewal payment.
     public var inBillingRetry: Bool
+    /// The transaction's `in_app_ownership_type`, written as `ownership` (`purchased` or `family_shared`).
     public var ownership: Ownership
+    /// The transaction's `original_transaction_id` (for a subscription, its chain's first transaction).
     public var originalTransactionID: String
 
+    /// A purchase with these values; the flags default to false and `ownership` to `.purchased`.
     public init(productID: String, productType: ProductType, environment: StoreEnvironment,
                 willRenew: Bool = false, inGracePeriod: Bool = false, inBillingRetry: Bool = false,
                 ownership: Ownership = .purchased, originalTransactionID: String) {

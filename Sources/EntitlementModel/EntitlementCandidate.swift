@@ -44,6 +44,7 @@ public struct EntitlementClaim: Sendable, Hashable {
     /// True for the claim `GET /v1/users/{user_id}/entitlements` shows; exactly one per name.
     public var shown: Bool
 
+    /// A claim with these values; nothing is checked (exactly one claim per name should be `shown`).
     public init(entitlement: Entitlement, identity: String, shown: Bool) {
         self.entitlement = entitlement
         self.identity = identity

@@ -2,9 +2,12 @@ import Foundation
 
 /// An App Store transaction together with the environment whose verification reported it.
 public struct OwnedTransaction: Sendable, Hashable {
+    /// The transaction; several copies of one `transactionID` may be given (the evaluator keeps the last).
     public var transaction: StoreTransaction
+    /// The environment whose verification reported it; it becomes the entitlement's `environment`.
     public var environment: StoreEnvironment
 
+    /// Pairs `transaction` with the environment that reported it.
     public init(_ transaction: StoreTransaction, environment: StoreEnvironment) {
         self.transaction = transaction
         self.environment = environment

@@ -35,11 +35,13 @@ public struct EntitlementState: Sendable, Hashable {
     /// Consumable balances by currency.
     public var consumables: [String: Int]
 
+    /// A state with these entitlements and balances (both empty by default: a user who holds nothing).
     public init(entitlements: [String: Entitlement] = [:], consumables: [String: Int] = [:]) {
         self.entitlements = entitlements
         self.consumables = consumables
     }
 
+    /// The state a `GET /v1/users/{user_id}/entitlements` body shows, without its user, instant and `unknown_products`.
     public init(_ document: EntitlementsDocument) {
         self.init(entitlements: document.entitlements, consumables: document.consumables)
     }
@@ -54,10 +56,14 @@ public struct AppStoreReport: Sendable, Hashable {
     public var newTransactionIDs: Set<String>
     /// The App Store Server Notification's `notificationType` and `subtype`, when the report is one.
     public var notificationType: String?
+    /// The V2 `subtype` (`AUTO_RENEW_DISABLED`, `RESUBSCRIBE`…); nil when the notification has none or the report is
+    /// not a notification.
     public var subtype: String?
     /// The catalog's type of each recorded product (to tell which transaction bought consumables).
     public var productTypes: [String: ProductType]
 
+    /// A report of these transactions; leave the notification fields nil for a receipt, a signed transaction or a
+    /// status refresh.
     public init(transactions: [StoreTransaction], newTransactionIDs: Set<String>, notificationType: String? = nil,
                 subtype: String? = nil, productTypes: [String: ProductType] = [:]) {
         self.transactions = transactions
@@ -88,15 +94,24 @@ public enum EntitlementChangeCause: Sendable, Hashable {
 
 /// One event derived from a change: its type and the purchase it is about (absent where it does not apply).
 public struct DerivedEntitlementEvent: Sendable, Hashable {
+    /// Why the state changed; written as the webhook event's `type`.
     public var type: EntitlementEventType
+    /// The App Store product concerned (`product_id`); nil for grants, spends and transfers, and for a catalog change
+    /// of several products.
     public var productID: String?
+    /// The newest transaction of that purchase in the recording (`transaction_id`); nil when the recording carried
+    /// none, or no purchase applies.
     public var transactionID: String?
+    /// The purchase's `original_transaction_id` (its subscription chain); nil where no App Store purchase applies.
     public var originalTransactionID: String?
+    /// The environment of the App Store purchase concerned; nil for grants, spends, transfers and consumable credits.
     public var environment: StoreEnvironment?
     /// For `transfer`: the previous owner (on the new owner's event) or the new one (on the previous owner's).
     public var transferredFrom: String?
+    /// For `transfer`, on the previous owner's event: the user the purchases moved to; nil otherwise.
     public var transferredTo: String?
 
+    /// An event with these fields; all but `type` default to nil (an event about no purchase).
     public init(type: EntitlementEventType, productID: String? = nil, transactionID: String? = nil,
                 originalTransactionID: String? = nil, environment: StoreEnvironment? = nil,
                 transferredFrom: String? = nil, transferredTo: String? = nil) {

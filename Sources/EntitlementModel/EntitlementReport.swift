@@ -12,6 +12,7 @@ public struct EntitlementReport: Sendable, Hashable {
     /// The earliest date after `asOf` that the evaluated data itself carries (see ``nextChange``).
     public var nextInputChange: Date?
 
+    /// A report of these entitlements at `asOf`; `nextInputChange` starts nil (the evaluator sets it).
     public init(asOf: Date, entitlements: [String: Entitlement], unknownProducts: [String] = []) {
         self.asOf = asOf
         self.entitlements = entitlements
@@ -24,14 +25,18 @@ public struct EntitlementReport: Sendable, Hashable {
 /// `as_of` in RFC 3339 whatever the encoder's date strategy; `unknown_products` lists, when there are any,
 /// the user's purchased products the catalog does not know (stored, never granted).
 public struct EntitlementsDocument: Sendable, Hashable, Encodable {
+    /// `user_id`: whose entitlements these are.
     public var userID: String
+    /// `as_of`: the instant evaluated, written in RFC 3339.
     public var asOf: Date
+    /// `entitlements`: every entitlement the user has or had by `as_of`, active or not, by name.
     public var entitlements: [String: Entitlement]
     /// Ledger balances by consumable currency.
     public var consumables: [String: Int]
     /// Purchased products missing from the catalog.
     public var unknownProducts: [String]
 
+    /// The document for `userID` from an evaluation and the user's ledger balances.
     public init(userID: String, report: EntitlementReport, consumables: [String: Int]) {
         self.userID = userID
         self.asOf = report.asOf

@@ -6,9 +6,13 @@ import Foundation
 /// "revoked_at", "reason"}` with RFC 3339 times; `expires_at` is `null` for a lifetime grant and `revoked_at`
 /// `null` while the grant stands. Dates are written by ``RFC3339`` whatever the encoder's date strategy.
 public struct Grant: Sendable, Hashable, Codable {
+    /// `grant_id`: the grant's id (a lowercase UUID when the service creates it).
     public var id: String
+    /// `user_id`: the user the grant is for.
     public var userID: String
+    /// `entitlement`: the entitlement name it unlocks.
     public var entitlement: String
+    /// `created_at`: when the admin made it (whole seconds when the service stores it); before then it grants nothing.
     public var createdAt: Date
     /// When the grant ends; nil for a lifetime grant.
     public var expiresAt: Date?
@@ -17,6 +21,8 @@ public struct Grant: Sendable, Hashable, Codable {
     /// Why it was given (free text from the admin).
     public var reason: String
 
+    /// A grant with these values, lifetime and standing unless `expiresAt` or `revokedAt` is given; nothing is
+    /// validated.
     public init(id: String, userID: String, entitlement: String, createdAt: Date, expiresAt: Date? = nil,
                 revokedAt: Date? = nil, reason: String) {
         self.id = id

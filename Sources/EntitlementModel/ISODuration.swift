@@ -14,12 +14,19 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
     /// overflow the arithmetic).
     public static let maximumComponent = 999_999
 
+    /// Calendar years (`Y`), 0...``maximumComponent``; added with the months first, clamping the day of the month.
     public let years: Int
+    /// Calendar months (`M` before `T`), 0...``maximumComponent``; added with the years, clamping the day of the month.
     public let months: Int
+    /// Weeks (`W`), 0...``maximumComponent``; each adds 7 calendar days.
     public let weeks: Int
+    /// Calendar days (`D`), 0...``maximumComponent``; added after the years and months.
     public let days: Int
+    /// Hours (`H`), 0...``maximumComponent``; added as elapsed time.
     public let hours: Int
+    /// Minutes (`M` after `T`), 0...``maximumComponent``; added as elapsed time.
     public let minutes: Int
+    /// Whole seconds (`S`), 0...``maximumComponent``; added as elapsed time.
     public let seconds: Int
 
     /// A duration from its components; each must lie in `0...maximumComponent`.
@@ -155,6 +162,7 @@ public struct ISODuration: Sendable, Hashable, Codable, CustomStringConvertible 
 public struct ISODurationError: Error, Hashable, CustomStringConvertible {
     /// The rejected text, cut to its first 64 characters.
     public let input: String
+    /// What is wrong with it, e.g. `fractions are not supported`.
     public let reason: String
 
     init(input: String, reason: String) {

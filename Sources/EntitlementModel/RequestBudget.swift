@@ -6,9 +6,12 @@ import Foundation
 public struct RequestBudget: Sendable {
     /// One endpoint's allowance: `ratePerSecond` requests on average, at most `burst` at once.
     public struct Allowance: Sendable, Hashable {
+        /// Tokens refilled per second: the endpoint's long-run request rate; above zero.
         public var ratePerSecond: Double
+        /// The bucket's size: how many requests may go out back to back after a quiet spell; at least 1.
         public var burst: Double
 
+        /// An allowance; traps unless `ratePerSecond` is above zero and `burst` at least 1.
         public init(ratePerSecond: Double, burst: Double) {
             precondition(ratePerSecond > 0 && burst >= 1, "an allowance needs a positive rate and a burst of at least 1")
             self.ratePerSecond = ratePerSecond

@@ -1,8 +1,11 @@
 /// Exponential backoff with jitter for background retries of unanswered verifications.
 public struct RetrySchedule: Sendable, Equatable {
+    /// The first retry's delay before jitter, in milliseconds; doubled for each later attempt.
     public var baseMs: Int
+    /// The cap on the doubled delay before jitter, in milliseconds; never below `baseMs`.
     public var maxMs: Int
 
+    /// A schedule starting at `baseMs`; a `maxMs` below it is raised to `baseMs`.
     public init(baseMs: Int, maxMs: Int) {
         self.baseMs = baseMs
         self.maxMs = max(baseMs, maxMs)

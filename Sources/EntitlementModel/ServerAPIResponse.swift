@@ -5,7 +5,9 @@ import Foundation
 public enum ServerAPIResponse {
     /// An error answer: `{"errorCode": 4040010, "errorMessage": "Transaction id not found."}`.
     public struct ErrorBody: AppStoreDecodable, Sendable, Hashable {
+        /// Apple's `errorCode` (e.g. `4040010`); nil when absent.
         public var errorCode: Int?
+        /// Apple's `errorMessage`, text for logs only; nil when absent or empty.
         public var errorMessage: String?
 
         private enum CodingKeys: String, CodingKey { case errorCode, errorMessage }
@@ -24,6 +26,7 @@ public enum ServerAPIResponse {
 
     /// Get Transaction Info: `{"signedTransactionInfo": "<JWS>"}`.
     public struct TransactionInfo: AppStoreDecodable, Sendable, Hashable {
+        /// `signedTransactionInfo`: the transaction as a JWS, not yet verified; required.
         public var signedTransactionInfo: String
 
         private enum CodingKeys: String, CodingKey { case signedTransactionInfo }
@@ -36,11 +39,17 @@ public enum ServerAPIResponse {
     /// One page of Get Transaction History (v1 and v2 share the shape): up to 20 signed transactions, and
     /// `revision` to ask for the next page while `hasMore`.
     public struct History: AppStoreDecodable, Sendable, Hashable {
+        /// `revision`: pass it back to get the next page; nil when absent.
         public var revision: String?
+        /// `hasMore`: true when another page follows; false when absent.
         public var hasMore: Bool
+        /// `bundleId`: the app the history is for; nil when absent.
         public var bundleID: String?
+        /// `appAppleId`: the app's numeric App Store id; nil when absent.
         public var appAppleID: Int64?
+        /// `environment`: nil when absent or neither `Production` nor `Sandbox`.
         public var environment: StoreEnvironment?
+        /// `signedTransactions`: this page's transactions as JWS, not yet verified; empty when absent.
         public var signedTransactions: [String]
 
         private enum CodingKeys: String, CodingKey {
@@ -61,14 +70,20 @@ public enum ServerAPIResponse {
     /// Get All Subscription Statuses: per subscription group, the latest transaction and renewal info of each
     /// of the customer's subscriptions in it, with Apple's status.
     public struct Statuses: AppStoreDecodable, Sendable, Hashable {
+        /// `environment`: nil when absent or neither `Production` nor `Sandbox`.
         public var environment: StoreEnvironment?
+        /// `bundleId`: the app the statuses are for; nil when absent.
         public var bundleID: String?
+        /// `appAppleId`: the app's numeric App Store id; nil when absent.
         public var appAppleID: Int64?
+        /// `data`: one item per subscription group; empty when absent.
         public var data: [SubscriptionGroup]
 
         /// `SubscriptionGroupIdentifierItem`.
         public struct SubscriptionGroup: Decodable, Sendable, Hashable {
+            /// `subscriptionGroupIdentifier`: the App Store Connect group; nil when absent.
             public var subscriptionGroupIdentifier: String?
+            /// `lastTransactions`: one item per subscription of the group; empty when absent.
             public var lastTransactions: [LastTransaction]
 
             private enum CodingKeys: String, CodingKey { case subscriptionGroupIdentifier, lastTransactions }
@@ -82,9 +97,13 @@ public enum ServerAPIResponse {
 
         /// `LastTransactionsItem`: `status` is Apple's subscription status (`AppStoreSubscriptionStatus`).
         public struct LastTransaction: Decodable, Sendable, Hashable {
+            /// `status`: 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked; nil when absent.
             public var status: Int?
+            /// `originalTransactionId`: the subscription's chain; nil when absent.
             public var originalTransactionID: String?
+            /// `signedTransactionInfo`: its latest transaction as a JWS, not yet verified; nil when absent.
             public var signedTransactionInfo: String?
+            /// `signedRenewalInfo`: its renewal info as a JWS, not yet verified; nil when absent.
             public var signedRenewalInfo: String?
 
             private enum CodingKeys: String, CodingKey {
@@ -113,7 +132,9 @@ public enum ServerAPIResponse {
 
     /// Look Up Order ID: `status` 0 (the order is valid) with its signed transactions, or 1 (invalid).
     public struct OrderLookup: AppStoreDecodable, Sendable, Hashable {
+        /// `status`: 0 when the order is valid, ``invalid`` (1) when not; required.
         public var status: Int
+        /// `signedTransactions`: the order's transactions as JWS, not yet verified; empty when absent.
         public var signedTransactions: [String]
 
         /// `OrderLookupStatus.INVALID`: no such order in the environment asked.
@@ -134,13 +155,18 @@ public enum ServerAPIResponse {
     /// One page of Get Notification History: up to 20 notifications Apple sent (or tried to), and
     /// `paginationToken` for the next page while `hasMore`.
     public struct NotificationHistory: AppStoreDecodable, Sendable, Hashable {
+        /// `paginationToken`: pass it back to get the next page; nil when absent.
         public var paginationToken: String?
+        /// `hasMore`: true when another page follows; false when absent.
         public var hasMore: Bool
+        /// `notificationHistory`: this page's notifications; empty when absent.
         public var notificationHistory: [Item]
 
         /// `NotificationHistoryResponseItem`: the notification's `signedPayload` and each delivery attempt.
         public struct Item: Decodable, Sendable, Hashable {
+            /// `signedPayload`: the notification as a JWS, not yet verified; required.
             public var signedPayload: String
+            /// `sendAttempts`: Apple's delivery attempts, as listed; empty when absent.
             public var sendAttempts: [SendAttempt]
 
             private enum CodingKeys: String, CodingKey { case signedPayload, sendAttempts }
@@ -155,7 +181,9 @@ public enum ServerAPIResponse {
         /// `SendAttemptItem`: when Apple tried and what came of it (`SUCCESS`, `TIMED_OUT`,
         /// `UNSUCCESSFUL_HTTP_RESPONSE_CODE`…, as Apple wrote it).
         public struct SendAttempt: Decodable, Sendable, Hashable {
+            /// `attemptDate` (ms since 1970): when Apple tried; nil when absent.
             public var attemptDate: Date?
+            /// `sendAttemptResult` as Apple wrote it; nil when absent.
             public var sendAttemptResult: String?
 
             private enum CodingKeys: String, CodingKey { case attemptDate, sendAttemptResult }

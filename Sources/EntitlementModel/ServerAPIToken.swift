@@ -11,15 +11,21 @@ public struct ServerAPIToken: Sendable, Hashable {
     /// The longest time from `iat` (or now) to `exp` that Apple accepts.
     public static let longestLifetime: TimeInterval = 3_600
 
+    /// The header's `kid`: the App Store Connect key id.
     public var keyID: String
+    /// `iss`: the App Store Connect issuer id of the key.
     public var issuerID: String
+    /// `bid`: the bundle id of the app the requests are for.
     public var bundleID: String
     /// `iat`; Apple's own library sends none, so a token read back may lack it.
     public var issuedAt: Date?
+    /// `exp` (seconds since 1970, whole when minted); required.
     public var expiresAt: Date
+    /// `aud`; Apple accepts only ``audience`` (`appstoreconnect-v1`).
     public var audience: String
     /// The header's `alg` and `typ` as read (written as `ES256` and `JWT`).
     public var algorithm: String?
+    /// The header's `typ` as read (nil when absent); `JWT` when minted.
     public var type: String?
 
     /// A token issued at `now` (whole seconds) and valid for `lifetime` seconds.
@@ -105,6 +111,7 @@ public struct ServerAPIToken: Sendable, Hashable {
 
 /// Why a token could not be read.
 public struct ServerAPITokenError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, e.g. `the header has no 'kid'`.
     public var reason: String
     public var description: String { "malformed App Store Server API token: \(reason)" }
 

@@ -33,6 +33,7 @@ public enum WebhookDeliveryDecision: Sendable, Hashable {
 /// doubling per attempt, each wait between half and all of its doubled value, at most `max`) for as long as the
 /// next attempt falls within `window` of when the event became pending, and then the event has `failed`.
 public struct WebhookRetryPolicy: Sendable, Equatable {
+    /// The backoff between attempts (`baseMs` doubling up to `maxMs`, scaled by jitter).
     public var schedule: RetrySchedule
     /// How long after it became pending an event is still tried.
     public var window: TimeInterval
@@ -41,6 +42,7 @@ public struct WebhookRetryPolicy: Sendable, Equatable {
     public static let standard = WebhookRetryPolicy(schedule: RetrySchedule(baseMs: 5_000, maxMs: 3_600_000),
                                                     window: 3 * 86_400)
 
+    /// A policy with this backoff and a `window` in seconds; nothing is validated.
     public init(schedule: RetrySchedule, window: TimeInterval) {
         self.schedule = schedule
         self.window = window

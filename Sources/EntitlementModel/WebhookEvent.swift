@@ -5,16 +5,20 @@ import Foundation
 /// "transferred_to"?, "entitlements", "consumables"}`, the fields that do not apply to the type left out and
 /// the user's state as it stands after the change.
 public struct WebhookEvent: Sendable, Hashable, Encodable {
+    /// `id`, written as a lowercase UUID; the same in every delivery attempt.
     public var id: UUID
+    /// `user_id`: the user whose state changed.
     public var userID: String
     /// Grows by one per user with each event (1 for a user's first).
     public var sequence: Int
+    /// `created_at` (RFC 3339): when the change was recorded.
     public var createdAt: Date
     /// The type and the purchase the change is about.
     public var change: DerivedEntitlementEvent
     /// What the user holds after the change.
     public var state: EntitlementState
 
+    /// An event with these values; nothing is checked (`sequence` should be the user's next).
     public init(id: UUID, userID: String, sequence: Int, createdAt: Date, change: DerivedEntitlementEvent,
                 state: EntitlementState) {
         self.id = id

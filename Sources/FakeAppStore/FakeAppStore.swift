@@ -79,6 +79,8 @@ import ServiceRuntime
 /// releases it with a 503 (its client has normally given up long before).
 @Loop
 public final class FakeAppStore {
+    /// The start configuration, which `POST /control/reset` returns to; `PUT /control/config` changes the live
+    /// settings, not this.
     public let configuration: FakeAppStoreConfiguration
     /// What signs the StoreKit 2 payloads and notifications.
     public let signingChain: FakeSigningChain

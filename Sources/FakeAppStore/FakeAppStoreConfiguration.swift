@@ -25,6 +25,7 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     public var apiKeyFile: String?
     /// The `kid` and `iss` the fake's Server API requires in a token.
     public var apiKeyID: String
+    /// The `iss` a token must carry (`FAKE_APPLE_ISSUER_ID`; a fixed UUID by default).
     public var apiIssuerID: String
 
     /// The shared Apple samples beside the repository: `<repo>/../shared/fixtures/apple`.
@@ -39,6 +40,8 @@ public struct FakeAppStoreConfiguration: Sendable, Equatable {
     /// The longest latency or step delay accepted: ten minutes.
     public static let maxDelayMs = 600_000
 
+    /// A configuration with these values; the defaults answer at once without a secret and sign for
+    /// `com.example.app`. Nothing is range-checked here, unlike `init(environment:)`.
     public init(sharedSecret: String? = nil, latencyMs: Int = 0, outage: Bool = false,
                 fixturesDirectory: String = Self.defaultFixturesDirectory, bundleID: String = "com.example.app",
                 appAppleID: Int64 = 1_234_567_890, signingDirectory: String? = nil, rootCertificateFile: String? = nil,

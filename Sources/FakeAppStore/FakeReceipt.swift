@@ -19,9 +19,13 @@ import Foundation
 /// environment, `21007` from production for a sandbox receipt and `21008` from sandbox for a production one.
 /// The builders in `FakeReceipt+Builders.swift` make receipts for every product type.
 public struct FakeReceipt: Sendable, Hashable {
+    /// The receipt's `bundle_id` (default `com.example.app`); a service expecting another app rejects the receipt.
     public var bundleID: String
+    /// Which endpoint answers status 0; the other answers `21007` (production, for a sandbox receipt) or `21008`.
     public var environment: StoreEnvironment
+    /// The receipt's `application_version`; `1` by default and when the receipt data omits it.
     public var applicationVersion: String
+    /// The receipt's `original_application_version`; `1.0` by default and when the receipt data omits it.
     public var originalApplicationVersion: String
     /// The transactions of the receipt itself (Apple leaves finished consumables out).
     public var inApp: [StoreTransaction]
@@ -30,6 +34,7 @@ public struct FakeReceipt: Sendable, Hashable {
     /// The renewal state of each subscription.
     public var pendingRenewalInfo: [RenewalInfo]
 
+    /// A receipt with these values; the defaults make an empty Production receipt of `com.example.app`.
     public init(
         bundleID: String = "com.example.app", environment: StoreEnvironment = .production,
         applicationVersion: String = "1", originalApplicationVersion: String = "1.0",

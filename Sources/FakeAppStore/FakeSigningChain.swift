@@ -21,12 +21,17 @@ import X509
 /// Made fresh (`make()`), or loaded from PEM files in a directory and created there when it is empty
 /// (`init(directory:)`), so that a service can trust the same root across restarts of the fake.
 public struct FakeSigningChain: Sendable {
+    /// The self-signed root CA; a service must trust it, in place of Apple's root, to verify what the fake signs.
     public let root: Certificate
+    /// The intermediate CA (path length 0, Apple's WWDR marker), signed by `root`.
     public let intermediate: Certificate
+    /// The signing certificate (Apple's receipt-signing marker), signed by `intermediate`; its key signs every payload.
     public let leaf: Certificate
     /// The DER bytes of each certificate, as `x5c` carries them.
     public let rootDER: [UInt8]
+    /// The intermediate's DER, `x5c[1]` of every JWS this chain signs.
     public let intermediateDER: [UInt8]
+    /// The leaf's DER, `x5c[0]` of every JWS this chain signs.
     public let leafDER: [UInt8]
     /// The key the leaf certifies, which signs every payload.
     let leafKey: P256.Signing.PrivateKey
@@ -176,6 +181,7 @@ public struct FakeSigningChain: Sendable {
 
 /// Why a signing chain could not be loaded, checked or written; the message names the file.
 public struct FakeSigningChainError: Error, Equatable, CustomStringConvertible {
+    /// The whole description, e.g. `the leaf certificate is not signed by the intermediate`.
     public var message: String
     public var description: String { message }
 

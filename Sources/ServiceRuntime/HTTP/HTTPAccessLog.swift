@@ -2,8 +2,10 @@
 /// `request_id`, `method`, `route`, `status` (`aborted` when a handler dropped the connection), then
 /// `duration_ms` (handler time) for a routed request or `detail` (why) for a rejected one.
 public struct HTTPAccessLog: HTTPExchangeObserver {
+    /// The access log; it has no settings (lines go through `Log` at `info`).
     public init() {}
 
+    /// Writes the exchange's `http_request` line, unless `LOG_LEVEL` is above `info`.
     public func observe(_ exchange: HTTPExchange) {
         Self.line(exchange)?.emit()
     }

@@ -2,6 +2,7 @@
 /// routed request when its handler's chain is done, a rejected one (unreadable, too large, too slow, over the
 /// connection limit) when the connection's machine refuses it.
 public struct HTTPExchange: Sendable, Equatable {
+    /// The id its answer's `X-Request-Id` carries: the client's when sane, else a generated one.
     public var requestID: String
     /// The method as sent, `-` when the request was unreadable before its method.
     public var method: String

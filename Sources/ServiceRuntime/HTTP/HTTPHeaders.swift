@@ -5,6 +5,7 @@
 public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionaryLiteral {
     private var fields: [(name: String, value: String)] = []
 
+    /// No fields; nothing is allocated until the first `add`.
     public init() {}
 
     /// Empty, with room for `capacity` fields: one allocation for the usual handful, not one per growth.
@@ -12,6 +13,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.reserveCapacity(capacity)
     }
 
+    /// The fields in literal order, added with `add`: a repeated name is kept twice.
     public init(dictionaryLiteral elements: (String, String)...) {
         for (name, value) in elements { add(name, value) }
     }
@@ -50,6 +52,7 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.removeAll { Self.sameName($0.name, name) }
     }
 
+    /// The fields in order, names as received or set, a repeated name once per occurrence.
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
         fields.makeIterator()
     }

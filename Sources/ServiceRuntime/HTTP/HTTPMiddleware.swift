@@ -89,6 +89,7 @@ public struct HTTPResponder {
         self.level = level
     }
 
+    /// Runs the next middleware, or the handler after the last; never throws: errors come back as their responses.
     public func callAsFunction(_ request: HTTPRequest, _ context: HTTPRequestContext) -> HTTPAnswer {
         chain.respond(request, context, from: level)
     }

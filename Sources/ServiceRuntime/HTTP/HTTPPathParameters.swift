@@ -60,6 +60,8 @@ extension PathParameterValue {
 
 /// Any segment, as it was decoded.
 extension String: PathParameterValue {
+    /// The decoded text as is; never nil (a path segment that matches is never empty).
     public init?(pathParameter text: String) { self = text }
+    /// The requirement a string states; `init?(pathParameter:)` itself accepts any text.
     public static var pathParameterRequirement: String { "must not be empty" }
 }

@@ -9,6 +9,7 @@ import Foundation
 /// each copy costs one reference count instead of one per field.
 @dynamicMemberLookup
 public struct HTTPRequest: Sendable, Equatable {
+    /// The request's stored fields, read and set through the request (`request.body`); copies share them until one writes.
     public struct Fields: Sendable, Equatable {
         /// The method as sent, e.g. `GET`.
         public var method: String
@@ -18,7 +19,9 @@ public struct HTTPRequest: Sendable, Equatable {
         public var query: [String: String]
         /// The query exactly as sent, without the `?`; empty when there was none.
         public var rawQuery: String
+        /// The header fields as received, in order; names compare case-insensitively.
         public var headers: HTTPHeaders
+        /// The whole body, de-chunked, at most `maxBodyBytes`; empty when none was sent.
         public var body: [UInt8]
         /// The client's `X-Request-Id` when it was sane (1–128 visible ASCII characters), else a generated one.
         /// Every response and log line about this request carries it.
@@ -33,6 +36,7 @@ public struct HTTPRequest: Sendable, Equatable {
 
     private var box: Box
 
+    /// Reads or writes one field; a write first copies the shared box unless this request holds the only reference.
     public subscript<Value>(dynamicMember field: WritableKeyPath<Fields, Value>) -> Value {
         get { box.fields[keyPath: field] }
         set {
@@ -41,6 +45,7 @@ public struct HTTPRequest: Sendable, Equatable {
         }
     }
 
+    /// A request with these fields, nothing validated or derived (`query` is not parsed from `rawQuery`).
     public init(
         method: String, path: String, query: [String: String] = [:], rawQuery: String = "",
         headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], requestID: String

@@ -5,10 +5,14 @@ import Foundation
 /// `Connection`, `X-Request-Id`); values set here for those names are ignored. A handler that must not answer
 /// at all throws `HTTPConnectionAbort`.
 public struct HTTPResponse: Sendable, Equatable {
+    /// The HTTP status code (200, 404…); the status line's reason phrase is derived from it.
     public var status: Int
+    /// The handler's header fields; values under framing names (`Content-Length`, `Date`…) are dropped.
     public var headers: HTTPHeaders
+    /// The body; not sent for a `HEAD` request or a 1xx, 204 or 304 status.
     public var body: [UInt8]
 
+    /// A response with these values; by default an empty 200 with no header fields.
     public init(status: Int = 200, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.status = status
         self.headers = headers

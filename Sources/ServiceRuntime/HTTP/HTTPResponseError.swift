@@ -14,14 +14,18 @@ public protocol HTTPResponseError: Error {
 }
 
 extension HTTPResponseError {
+    /// No log line by default: the response says all.
     public var logEvent: HTTPErrorLogEvent? { nil }
 }
 
 /// The level and name of the log line an error answering a request is worth.
 public struct HTTPErrorLogEvent: Sendable, Equatable {
+    /// The level the line is logged at; dropped when below `Log.minimum`.
     public var level: Log.Level
+    /// The line's `event` name, e.g. `handler_failed`.
     public var event: String
 
+    /// A log event with these values.
     public init(_ level: Log.Level, _ event: String) {
         self.level = level
         self.event = event
@@ -36,6 +40,7 @@ extension ProblemError: HTTPResponseError {}
 ///
 /// The access log and the metrics record the request with the status `aborted`.
 public struct HTTPConnectionAbort: Error, Sendable, Equatable {
+    /// The abort; it carries nothing.
     public init() {}
 }
 

@@ -3,10 +3,12 @@
 public struct HTTPResponseHeaders: HTTPMiddleware {
     private let fields: HTTPHeaders
 
+    /// Middleware that sets each of `fields` on every answer, replacing the handler's values of that name.
     public init(_ fields: HTTPHeaders) {
         self.fields = fields
     }
 
+    /// Sets the fields on what `next` answers, ready or pending; an abort passes through unchanged.
     public func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
         var answer = next(request, context)
         if var response = answer.takeReadyResponse() {  // no closure to allocate for a ready answer

@@ -14,6 +14,7 @@ public final class HTTPServer {
     /// Refused connections (503 answered, lingering) kept at once beyond `maxConnections`; more are dropped.
     static let maxRefusedConnections = 64
 
+    /// The configuration as given; a `port` of 0 stays 0 here (`start()` returns the bound port).
     public let configuration: HTTPServerConfiguration
     let router: Router
     let metrics: Metrics

@@ -18,6 +18,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// (bytes per second; 0: any rate, each piece still within `headerTimeoutMs` of the last). A slower client gets
     /// a 408 and is closed, so trickled bodies cannot hold connections ("slow POST"). Kestrel's defaults.
     public var minBodyBytesPerSecond: Int
+    /// Time after the head during which `minBodyBytesPerSecond` is not enforced.
     public var minBodyRateGraceMs: Int
     /// Largest request body; larger ones get a 413.
     public var maxBodyBytes: Int
@@ -30,6 +31,7 @@ public struct HTTPServerConfiguration: Sendable, Equatable {
     /// The listen backlog.
     public var backlog: Int
 
+    /// Defaults: `127.0.0.1:8080`, 1024 connections, 10 s/60 s/2 s timeouts, 240 B/s after 5 s, 1 MiB bodies, 16 KiB heads; nothing is validated.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maxConnections: Int = 1024,
         headerTimeoutMs: Int = 10_000, idleTimeoutMs: Int = 60_000, lingerTimeoutMs: Int = 2_000,

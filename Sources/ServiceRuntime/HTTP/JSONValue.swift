@@ -11,12 +11,19 @@ public enum JSONValue: Sendable, Equatable, Codable,
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// A string literal is `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer literal is `.int`, never `.double`.
     public init(integerLiteral value: Int) { self = .int(value) }
+    /// A floating-point literal is `.double`.
     public init(floatLiteral value: Double) { self = .double(value) }
+    /// `true` or `false` is `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// `nil` is `.null`, JSON's `null`.
     public init(nilLiteral: ()) { self = .null }
+    /// An array literal is `.array`, in order.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// A dictionary literal is `.object`; of repeated keys the last wins.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }

@@ -19,6 +19,7 @@ public struct ProblemError: Error, Sendable, Equatable {
     /// Header fields the response carries besides `Content-Type` (`WWW-Authenticate`, `Retry-After`).
     public var headers: HTTPHeaders
 
+    /// A problem with these values; `title` defaults to the status's reason phrase, `type` to `about:blank`.
     public init(status: Int, title: String? = nil, detail: String, type: String = "about:blank", extra: [String: JSONValue] = [:],
                 headers: HTTPHeaders = HTTPHeaders()) {
         self.status = status

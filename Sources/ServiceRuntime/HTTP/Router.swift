@@ -24,8 +24,11 @@ public final class Router: RouteRegistrar {
 
     /// A registered route, for listing (documentation, diagnostics).
     public struct Route: Sendable, Equatable {
+        /// The method as registered, upper case (`GET`); a `GET` route also answers `HEAD`.
         public var method: String
+        /// The full pattern, group prefix included; the route's label in metrics and logs.
         public var pattern: String
+        /// The name given at registration; nil when none. Routing ignores it.
         public var name: String?
     }
 
@@ -63,6 +66,7 @@ public final class Router: RouteRegistrar {
     /// patterns as long as itself.
     private var parameterEntries: [[Int]] = []
 
+    /// A router with no routes: every path is a 404 until routes are added.
     public init() {}
 
     /// Every route, in registration order.
@@ -73,14 +77,17 @@ public final class Router: RouteRegistrar {
         RouterGroup(router: self, prefix: prefix, middleware: middleware)
     }
 
+    /// Registers a suspending handler with no middleware; a malformed pattern or a duplicate traps.
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Handler) {
         add(method, pattern, name: name, middleware: [], handler: .suspending(handler))
     }
 
+    /// Registers a non-suspending handler with no middleware; a malformed pattern or a duplicate traps.
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping ImmediateHandler) {
         add(method, pattern, name: name, middleware: [], handler: .immediate(handler))
     }
 
+    /// Registers an answering handler with no middleware; a malformed pattern or a duplicate traps.
     public func add(_ method: String, _ pattern: String, name: String?, answering handler: @escaping AnsweringHandler) {
         add(method, pattern, name: name, middleware: [], handler: .answering(handler))
     }

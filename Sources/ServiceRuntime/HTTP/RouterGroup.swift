@@ -21,14 +21,17 @@ public struct RouterGroup: RouteRegistrar {
         RouterGroup(router: router, prefix: self.prefix + prefix, middleware: self.middleware + middleware)
     }
 
+    /// Registers a suspending handler at this group's prefix + `pattern`, behind the group's middleware.
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Router.Handler) {
         router.add(method, prefix + pattern, name: name, middleware: middleware, handler: .suspending(handler))
     }
 
+    /// Registers a non-suspending handler at this group's prefix + `pattern`, behind the group's middleware.
     public func add(_ method: String, _ pattern: String, name: String?, _ handler: @escaping Router.ImmediateHandler) {
         router.add(method, prefix + pattern, name: name, middleware: middleware, handler: .immediate(handler))
     }
 
+    /// Registers an answering handler at this group's prefix + `pattern`, behind the group's middleware.
     public func add(_ method: String, _ pattern: String, name: String?, answering handler: @escaping Router.AnsweringHandler) {
         router.add(method, prefix + pattern, name: name, middleware: middleware, handler: .answering(handler))
     }
@@ -58,12 +61,20 @@ public enum HTTPHandlerAnswer {
 }
 
 extension RouteRegistrar {
+    /// Registers a suspending `GET` handler, which also answers `HEAD`.
     public func get(_ pattern: String, name: String? = nil, _ handler: @escaping Router.Handler) { add("GET", pattern, name: name, handler) }
+    /// Registers a synchronous `GET` handler, which also answers `HEAD`; no task unless middleware suspends.
     public func get(_ pattern: String, name: String? = nil, _ handler: @escaping Router.ImmediateHandler) { add("GET", pattern, name: name, handler) }
+    /// Registers a suspending `POST` handler.
     public func post(_ pattern: String, name: String? = nil, _ handler: @escaping Router.Handler) { add("POST", pattern, name: name, handler) }
+    /// Registers a synchronous `POST` handler; no task unless middleware suspends.
     public func post(_ pattern: String, name: String? = nil, _ handler: @escaping Router.ImmediateHandler) { add("POST", pattern, name: name, handler) }
+    /// Registers a suspending `PUT` handler.
     public func put(_ pattern: String, name: String? = nil, _ handler: @escaping Router.Handler) { add("PUT", pattern, name: name, handler) }
+    /// Registers a synchronous `PUT` handler; no task unless middleware suspends.
     public func put(_ pattern: String, name: String? = nil, _ handler: @escaping Router.ImmediateHandler) { add("PUT", pattern, name: name, handler) }
+    /// Registers a suspending `DELETE` handler.
     public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping Router.Handler) { add("DELETE", pattern, name: name, handler) }
+    /// Registers a synchronous `DELETE` handler; no task unless middleware suspends.
     public func delete(_ pattern: String, name: String? = nil, _ handler: @escaping Router.ImmediateHandler) { add("DELETE", pattern, name: name, handler) }
 }

@@ -8,9 +8,11 @@ import CCurl
 @Loop
 public final class HTTPClient {
 
+    /// The settings it was made with; its timeouts apply to calls that pass none.
     public let configuration: HTTPClientConfiguration
     private let multi: CurlMulti
 
+    /// A client with its own libcurl multi handle, connection pool and DNS/TLS-session cache; nothing connects before a request.
     public init(configuration: HTTPClientConfiguration) {
         self.configuration = configuration
         multi = CurlMulti(maxConnections: configuration.maxConnections, maxHostConnections: configuration.maxHostConnections)

@@ -13,6 +13,7 @@ public struct HTTPClientConfiguration: Sendable {
     /// The largest response body accepted; a larger one fails with `.responseTooLarge`.
     public var maxResponseBytes: Int
 
+    /// Defaults: the Debian/Ubuntu CA bundle, 64 idle connections, no per-host limit, 5 s connect, 10 s total, 4 MiB bodies; nothing is validated.
     public init(
         caBundlePath: String = "/etc/ssl/certs/ca-certificates.crt",
         maxConnections: Int = 64,

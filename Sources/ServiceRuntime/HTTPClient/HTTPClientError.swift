@@ -20,12 +20,14 @@ public struct HTTPClientError: Error, Sendable, CustomStringConvertible {
         case other
     }
 
+    /// The class of failure, for the caller's retry decision (see `Kind`).
     public let kind: Kind
     /// The `CURLcode` (0 when libcurl did not report the failure, e.g. on cancellation).
     public let curlCode: Int
     /// libcurl's error buffer, or its generic text for the code.
     public let message: String
 
+    /// An error with these values; `curlCode` is 0 when libcurl did not report the failure.
     public init(kind: Kind, curlCode: Int, message: String) {
         self.kind = kind
         self.curlCode = curlCode

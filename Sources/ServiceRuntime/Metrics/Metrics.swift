@@ -67,6 +67,7 @@ public final class Metrics {
     private var counters: [String: Counter] = [:]
     private var sampled: [Sampled] = []
 
+    /// An empty registry separate from `shared`, for a second server (the fake App Store) or a benchmark.
     public init() {}
 
     /// Counts one answered request (`status` nil: aborted without an answer, labelled `aborted`);

@@ -19,12 +19,14 @@ extension PostgresArrayElement where Self: PostgresEncodable {
 extension Optional: PostgresArrayElement where Wrapped: PostgresArrayElement {
     /// An array of optionals is the wrapped type's array, `nil` elements NULL.
     public static var postgresArrayTypeOID: UInt32 { Wrapped.postgresArrayTypeOID }
+    /// The wrapped element's text; `nil` (an unquoted `NULL`) for `nil`.
     public var postgresElementText: String? { self?.postgresElementText }
 }
 
 extension UInt8: PostgresArrayElement {
     /// `[UInt8?]` is a `smallint[]`; `[UInt8]` itself is `bytea`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int2Array }
+    /// The decimal value, as a `smallint[]` element.
     public var postgresElementText: String? { String(self) }
 }
 

@@ -14,27 +14,35 @@ public protocol PostgresDecodable: Sendable {
 }
 
 extension PostgresDecodable {
+    /// `nil`: SQL NULL is a decoding error for every type but `Optional`.
     public static var postgresNull: Self? { nil }
 }
 
 extension String: PostgresDecodable {
+    /// `text`; never shown in practice, as every value's text decodes as a `String`.
     public static var postgresDescription: String { "text" }
+    /// The bytes as UTF-8, invalid sequences replaced by U+FFFD; never nil.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) { self.init(decoding: bytes, as: UTF8.self) }
 }
 
 extension Int: PostgresDecodable {
     /// An `int2`, `int4` or `int8` (or numeric text that fits).
     public static var postgresDescription: String { "an integer" }
+    /// Decimal digits after an optional sign; nil for anything else or a value outside `Int`'s range.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) { self.init(decimal: bytes) }
 }
 
 extension Int64: PostgresDecodable {
+    /// An `int2`, `int4` or `int8` (or numeric text that fits).
     public static var postgresDescription: String { "a 64-bit integer" }
+    /// Decimal digits after an optional sign; nil for anything else or a value outside `Int64`'s range.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) { self.init(decimal: bytes) }
 }
 
 extension Int32: PostgresDecodable {
+    /// An `int2` or `int4` (or an `int8` whose value fits in 32 bits).
     public static var postgresDescription: String { "a 32-bit integer" }
+    /// Decimal digits after an optional sign; nil for anything else or a value outside `Int32`'s range.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) { self.init(decimal: bytes) }
 }
 
@@ -64,6 +72,7 @@ extension FixedWidthInteger {
 extension Bool: PostgresDecodable {
     /// `t` or `f`.
     public static var postgresDescription: String { "a boolean" }
+    /// `t` is true, `f` false, as the server writes booleans; nil for any other text.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) {
         guard bytes.count == 1 else { return nil }
         switch bytes[0] {
@@ -77,6 +86,7 @@ extension Bool: PostgresDecodable {
 extension Double: PostgresDecodable {
     /// A `float4`/`float8`/`numeric` value, `NaN` and `±Infinity` included.
     public static var postgresDescription: String { "a number" }
+    /// The server's `NaN`, `Infinity` and `-Infinity`, or text `Double(_:)` parses; nil otherwise.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) {
         let text = String(decoding: bytes, as: UTF8.self)
         switch text {
@@ -92,6 +102,7 @@ extension Date: PostgresDecodable {
     /// A `timestamptz`, `timestamp` (read as UTC) or `date` in the server's ISO output
     /// (``RFC3339/Dialect/postgreSQL``).
     public static var postgresDescription: String { "a timestamp" }
+    /// Parsed with ``RFC3339/Dialect/postgreSQL``; nil for text that is no such timestamp or date.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) {
         guard let date = RFC3339.date(utf8: bytes, dialect: .postgreSQL) else { return nil }
         self = date
@@ -99,12 +110,16 @@ extension Date: PostgresDecodable {
 }
 
 extension UUID: PostgresDecodable {
+    /// A `uuid` (or text in its hyphenated form).
     public static var postgresDescription: String { "a UUID" }
+    /// The hyphenated form the server writes, read by `UUID(uuidString:)`; nil for other text.
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) { self.init(uuidString: String(decoding: bytes, as: UTF8.self)) }
 }
 
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
+    /// The wrapped type's: only a non-NULL value can fail to decode.
     public static var postgresDescription: String { Wrapped.postgresDescription }
+    /// The wrapped value; nil (a decoding error) when it does not decode. NULL never comes here (`postgresNull`).
     public init?(postgresBytes bytes: UnsafeBufferPointer<UInt8>) {
         guard let value = Wrapped(postgresBytes: bytes) else { return nil }
         self = .some(value)

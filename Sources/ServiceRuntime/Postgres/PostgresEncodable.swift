@@ -51,36 +51,52 @@ extension String: PostgresEncodable, PostgresArrayElement {
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.unspecified }
     /// `text[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.textArray }
+    /// The string as is; one holding a NUL byte is refused (`.invalidParameter`) when the statement is made.
     public func postgresText() -> String? { self }
 }
 
 extension Int: PostgresEncodable, PostgresArrayElement {
+    /// `bigint` (`int8`); a function taking `integer` needs a cast (`$1::int`).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    /// `bigint[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int8Array }
+    /// Decimal digits, with `-` when negative.
     public func postgresText() -> String? { String(self) }
 }
 
 extension Int64: PostgresEncodable, PostgresArrayElement {
+    /// `bigint` (`int8`).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int8 }
+    /// `bigint[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int8Array }
+    /// Decimal digits, with `-` when negative.
     public func postgresText() -> String? { String(self) }
 }
 
 extension Int32: PostgresEncodable, PostgresArrayElement {
+    /// `integer` (`int4`).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.int4 }
+    /// `integer[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.int4Array }
+    /// Decimal digits, with `-` when negative.
     public func postgresText() -> String? { String(self) }
 }
 
 extension Bool: PostgresEncodable, PostgresArrayElement {
+    /// `boolean`.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.bool }
+    /// `boolean[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.boolArray }
+    /// `true` or `false`.
     public func postgresText() -> String? { self ? "true" : "false" }
 }
 
 extension Double: PostgresEncodable, PostgresArrayElement {
+    /// `double precision` (`float8`).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.float8 }
+    /// `double precision[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.float8Array }
+    /// Swift's shortest round-trip decimal; `NaN`, `Infinity` and `-Infinity` as the server spells them.
     public func postgresText() -> String? {
         if isNaN { return "NaN" }
         if isInfinite { return self < 0 ? "-Infinity" : "Infinity" }
@@ -91,13 +107,18 @@ extension Double: PostgresEncodable, PostgresArrayElement {
 extension Date: PostgresEncodable, PostgresArrayElement {
     /// Sent as `timestamptz` in RFC 3339 with milliseconds, UTC (``RFC3339/Dialect/postgreSQL``).
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.timestamptz }
+    /// `timestamptz[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.timestamptzArray }
+    /// UTC with milliseconds, truncated (`2026-11-22T01:20:00.123Z`); `infinity`/`-infinity` past the server's range.
     public func postgresText() -> String? { RFC3339.string(from: self, dialect: .postgreSQL) }
 }
 
 extension UUID: PostgresEncodable, PostgresArrayElement {
+    /// `uuid`.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.uuid }
+    /// `uuid[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.uuidArray }
+    /// The hyphenated form in lower case, as the server writes it.
     public func postgresText() -> String? { uuidString.lowercased() }
 }
 
@@ -105,7 +126,9 @@ extension Duration: PostgresEncodable, PostgresArrayElement {
     /// Sent as an `interval` of whole microseconds (PostgreSQL's resolution; finer parts are dropped), so a
     /// lease or a delay is bound as what it is: `now() + $1`.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.interval }
+    /// `interval[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.intervalArray }
+    /// `<seconds> seconds <microseconds> microseconds`, which the server adds up.
     public func postgresText() -> String? {
         let (seconds, attoseconds) = components
         return "\(seconds) seconds \(attoseconds / 1_000_000_000_000) microseconds"
@@ -115,13 +138,16 @@ extension Duration: PostgresEncodable, PostgresArrayElement {
 extension Data: PostgresEncodable, PostgresArrayElement {
     /// Sent as `bytea` in hex format.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.bytea }
+    /// `bytea[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.byteaArray }
+    /// `\x` then two lower-case hex digits per byte.
     public func postgresText() -> String? { PostgresBytea.hex(self) }
 }
 
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
     /// `nil` is SQL NULL, declared with the wrapped type.
     public static var postgresTypeOID: UInt32 { Wrapped.postgresTypeOID }
+    /// `nil` (SQL NULL) for `nil`, else the wrapped value's text.
     public func postgresText() -> String? { self?.postgresText() }
 }
 
@@ -131,8 +157,11 @@ public struct PostgresJSON: PostgresEncodable, PostgresArrayElement, Hashable {
     public let json: String
     /// Wraps JSON text to be bound as `jsonb`.
     public init(_ json: String) { self.json = json }
+    /// `jsonb`: the server rejects text that is not JSON.
     public static var postgresTypeOID: UInt32 { PostgresTypeOID.jsonb }
+    /// `jsonb[]`.
     public static var postgresArrayTypeOID: UInt32 { PostgresTypeOID.jsonbArray }
+    /// The JSON text, unchanged.
     public func postgresText() -> String? { json }
 }
 

@@ -27,6 +27,7 @@ public final class PostgresListener {
         /// The longest wait between attempts.
         public var maxRetryDelayMs: UInt64 = 5_000
 
+        /// Settings for `conninfo` and `channels`; timing and `applicationName` keep their defaults (5 s connect, 1 s pings).
         public init(conninfo: String, channels: [String]) {
             self.conninfo = conninfo
             self.channels = channels

@@ -7,6 +7,7 @@ public struct PostgresNotification: Sendable, Equatable {
     /// The process ID of the server backend that sent it.
     public var senderPID: Int32
 
+    /// A notification with these values; nothing is validated.
     public init(channel: String, payload: String, senderPID: Int32) {
         self.channel = channel
         self.payload = payload

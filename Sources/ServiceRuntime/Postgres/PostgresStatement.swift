@@ -80,5 +80,6 @@ public struct PostgresPreencoded<Value: PostgresEncodable>: PostgresEncodable {
         text = value.postgresText()
     }
 
+    /// The text computed at `init`, not recomputed per statement.
     public func postgresText() -> String? { text }
 }

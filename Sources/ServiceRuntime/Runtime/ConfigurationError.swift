@@ -6,6 +6,7 @@ public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     public var problem: String
     public var description: String { "configuration error: \(variable) \(problem)" }
 
+    /// An error with these values; `description` reads `configuration error: <variable> <problem>`.
     public init(variable: String, problem: String) {
         self.variable = variable
         self.problem = problem

@@ -71,6 +71,7 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         return pthread_equal(threadID, pthread_self()) != 0
     }
 
+    /// Queues `job` from any thread and wakes the loop; jobs run on the loop thread in order, at most `batchLimit` per wake-up.
     public func enqueue(_ job: consuming ExecutorJob) {
         enqueue(UnownedJob(job), preferring: false)
     }
@@ -85,10 +86,12 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         uv_async_send(wakeup)
     }
 
+    /// `self` as an ordinary serial executor: the executor of every `@Loop` function.
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
     }
 
+    /// Traps unless called on the loop thread; the runtime's `@Loop` isolation checks and `Loop.assumeIsolated` call it.
     public func checkIsolated() {
         precondition(inLoopThread, "expected to run on the uv loop thread")
     }
@@ -156,6 +159,7 @@ public final class LoopTaskExecutor: TaskExecutor, @unchecked Sendable {
         self.loop = loop
     }
 
+    /// Queues `job` on the loop like `EventLoop.enqueue`, marked to run isolated to the loop with this as its task executor.
     public func enqueue(_ job: consuming ExecutorJob) {
         loop.enqueue(UnownedJob(job), preferring: true)
     }
@@ -164,8 +168,10 @@ public final class LoopTaskExecutor: TaskExecutor, @unchecked Sendable {
 /// The global actor of everything that lives on the uv loop: handles, connections, pools, routes.
 @globalActor
 public actor Loop {
+    /// The actor `@Loop` names; it holds no state, its executor is `EventLoop.shared`.
     public static let shared = Loop()
 
+    /// `EventLoop.shared`, so `@Loop` code runs on the uv loop thread.
     public nonisolated var unownedExecutor: UnownedSerialExecutor {
         EventLoop.shared.asUnownedSerialExecutor()
     }

@@ -32,9 +32,13 @@ public enum Log {
     /// `request_id` (unless the line names one itself), so a handler's lines join its access-log line.
     @TaskLocal public static var requestID: String?
 
+    /// Logs `event` at `debug` with `fields` (nil values left out); dropped unless `LOG_LEVEL` is `debug`.
     public static func debug(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.debug, event, fields) }
+    /// Logs `event` at `info` with `fields` (nil values left out); buffered when logged on the loop thread.
     public static func info(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.info, event, fields) }
+    /// Logs `event` at `warn` with `fields` (nil values left out); written at once, never buffered.
     public static func warning(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.warning, event, fields) }
+    /// Logs `event` at `error` with `fields` (nil values left out); written at once, never buffered.
     public static func error(_ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?> = [:]) { write(.error, event, fields) }
 
     private static func write(_ level: Level, _ event: String, _ fields: KeyValuePairs<String, CustomStringConvertible?>) {
@@ -61,6 +65,7 @@ public enum Log {
         private let level: Level
         private var bytes: [UInt8] = []
 
+        /// Starts the line with `ts`, `level` and `event`; nil when `level` is below `Log.minimum`.
         public init?(_ level: Level, _ event: String) {
             guard level >= Log.minimum else { return nil }
             self.init(unfiltered: level, event)
@@ -77,11 +82,13 @@ public enum Log {
             appendQuoted(event, to: &bytes)
         }
 
+        /// Appends ` key=value`, the value quoted and escaped when needed; `key` is written as is.
         public mutating func add(_ key: String, _ value: String) {
             appendKey(key)
             appendQuoted(value, to: &bytes)
         }
 
+        /// Appends ` key=123`, the decimal unquoted; `key` is written as is.
         public mutating func add(_ key: String, _ value: Int) {
             appendKey(key)
             bytes.append(decimal: value)

@@ -10,6 +10,7 @@ public final class LoopTimer {
     private var action: (@Loop () -> Void)?
     private var closed = false
 
+    /// An unarmed timer on `EventLoop.shared`; it keeps itself alive until `close()`.
     public init() {
         handle = .allocate(capacity: 1)
         uv_timer_init(EventLoop.shared.uv, handle)
