@@ -3,7 +3,7 @@ import Testing
 
 /// The rules of ARCHITECTURE.md that a reading of the sources can check: the service's SQL lives in its stores,
 /// the runtime knows nothing of the domain, the model does no I/O and reads no clock, the service reaches C only to
-/// run its worker processes, and the executable declares nothing public.
+/// run its worker processes, the executable declares nothing public, and the libraries document what they make public.
 @Suite struct LayerRulesTests {
     private static let sources = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // EntitlementTests
@@ -58,6 +58,26 @@ import Testing
         for (path, text) in try Self.files(of: "EntitlementService") where path != "App/WorkerProcesses.swift" {
             for module in ["CUV", "CPostgres", "CCurl"] {
                 #expect(!text.contains("import \(module)\n"), "EntitlementService/\(path) imports \(module)")
+            }
+        }
+    }
+
+    /// Every public declaration of the library targets says what it is in a `///` comment (conformance members
+    /// the protocol documents excepted).
+    @Test func everyPublicDeclarationIsDocumented() throws {
+        let declaration = try Regex(#"^\s*(@\w+(\([^)]*\))?\s+)*public\s"#)
+        let conformance = try Regex(#"\b(func (==|<|hash\(into|encode\(to)|var (description|debugDescription)\b|init\(from decoder)"#)
+        for target in ["Timestamps", "EntitlementModel", "ServiceRuntime", "AppStore", "FakeAppStore"] {
+            for (path, text) in try Self.files(of: target) {
+                let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+                for (index, line) in lines.enumerated() where line.contains(declaration) && !line.contains(conformance) {
+                    var above = index - 1
+                    while above >= 0, lines[above].drop(while: { $0 == " " }).hasPrefix("@") { above -= 1 }
+                    let previous = above >= 0 ? lines[above].trimmingCharacters(in: .whitespaces) : ""
+                    if !previous.hasPrefix("///") && !previous.hasSuffix("*/") {
+                        Issue.record("\(target)/\(path):\(index + 1) has no doc comment: \(line.trimmingCharacters(in: .whitespaces))")
+                    }
+                }
             }
         }
     }
