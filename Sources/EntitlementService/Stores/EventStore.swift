@@ -30,19 +30,23 @@ struct StoredEvent: Sendable {
 struct EventStore {
     /// Locks the heads of `userIDs`, creating those missing, in user-id order (every writer locks in that order,
     /// so two writers of the same users cannot deadlock here).
-    func lockHeads(_ userIDs: [String], on db: some PostgresQueryable) async throws -> [EventHead] {
+    func lockHeads(_ userIDs: [String], on connection: PostgresConnection) async throws -> [EventHead] {
         let users = Array(Set(userIDs)).sorted()
-        _ = try await db.query("""
-            INSERT INTO user_event_heads (user_id)
-            SELECT u FROM unnest($1::text[]) AS u ORDER BY u
-            ON CONFLICT (user_id) DO NOTHING
-            """, [users])
-        return try await db.query("""
-            SELECT user_id, last_sequence, state::text AS state, next_change_at, pending_catalog_change FROM user_event_heads
-             WHERE user_id = ANY($1)
-             ORDER BY user_id
-             FOR UPDATE
-            """, [users]).rows.map(Self.head)
+        // One round trip: the lock reads the rows the insert before it made.
+        let results = try await connection.pipeline([
+            PostgresStatement("""
+                INSERT INTO user_event_heads (user_id)
+                SELECT u FROM unnest($1::text[]) AS u ORDER BY u
+                ON CONFLICT (user_id) DO NOTHING
+                """, [users]),
+            PostgresStatement("""
+                SELECT user_id, last_sequence, state::text AS state, next_change_at, pending_catalog_change FROM user_event_heads
+                 WHERE user_id = ANY($1)
+                 ORDER BY user_id
+                 FOR UPDATE
+                """, [users]),
+        ])
+        return try results[1].rows.map(Self.head)
     }
 
     /// Locks up to `limit` heads whose next change is at or before `now`, skipping those another transaction
