@@ -67,6 +67,12 @@ struct WebhookDeliveryTests {
             #expect(try await service.post(receipt { $0.addPurchase("com.example.pass.month", transactionID: "hook-pass", purchased: now) }, for: "hook-buyer").status == 200)
             // The lifetime purchase restored by another user moves to them.
             #expect(try await service.post(receipt { $0.addPurchase("com.example.lifetime", transactionID: "hook-life", purchased: now) }, for: "hook-restorer").status == 200)
+            // The lifetime product then unlocks more: its owner (the restorer) hears of it once the worker has written it.
+            #expect(try await admin(service, "PUT", "/v1/admin/products/com.example.lifetime",
+                                    json: #"{"type": "non_consumable", "entitlements": ["pro", "extras"]}"#).status == 200)
+            #expect(try await eventually(timeout: 10) {
+                try await service.sql("SELECT 1 FROM user_event_heads WHERE pending_catalog_change IS NOT NULL").isEmpty
+            })
 
             let tally = try await awaitDelivery(service, receiver)
             #expect(tally.invalid == 0, "every request verified with the standardwebhooks library")
@@ -77,7 +83,8 @@ struct WebhookDeliveryTests {
             #expect(byUser["hook-admin"]?.map(\.type) == ["grant", "grant_revoked"])
             #expect(byUser["hook-coins"]?.map(\.type) == ["consumable_purchase", "consumable_spent"])
             #expect(byUser["hook-buyer"]?.map(\.type) == ["initial_purchase", "non_consumable_purchase", "non_renewing_purchase", "transfer"])
-            #expect(byUser["hook-restorer"]?.map(\.type) == ["transfer"])
+            #expect(byUser["hook-restorer"]?.map(\.type) == ["transfer", "catalog_change"])
+            #expect(byUser["hook-restorer"]?.last?.body["product_id"] as? String == "com.example.lifetime")
             for (user, events) in byUser {
                 #expect(events.map(\.sequence) == Array(1...events.count), "\(user)")
             }
