@@ -66,6 +66,48 @@ import Testing
         }
     }
 
+    /// Two instances' workers draining one catalog change between them: every owner gets exactly one event.
+    @Test @Loop func twoInstancesShareACatalogChangesOwnersAndWriteEachEventOnce() async throws {
+        try await TestDatabase.withMigratedDatabase { url, pool in
+            try await TestDatabase.storeHarnessCatalog(on: pool)
+            _ = try await pool.query("""
+                WITH users AS (SELECT n, 'owner-' || n AS user_id, (9200000 + n)::text AS id FROM generate_series(1, 450) AS n),
+                     transactions AS (
+                         INSERT INTO app_store_transactions (transaction_id, original_transaction_id, product_id, environment, purchase_date)
+                         SELECT id, id, 'com.example.lifetime', 'Sandbox', now() - interval '1 day' FROM users),
+                     owners AS (INSERT INTO purchase_owners (original_transaction_id, user_id) SELECT id, user_id FROM users)
+                INSERT INTO user_event_heads (user_id, last_sequence, state)
+                SELECT user_id, 1, '{"entitlements": {}, "consumables": {}}' FROM users
+                """, [])
+            _ = try await CatalogEditor(db: pool, catalog: CatalogCache(db: pool)).put(Self.extras, actor: "admin#1")
+
+            let other = PostgresPool(conninfo: url, size: 2)
+            let drains = [pool, other].map { db in
+                Task.onLoop {
+                    let events = EventRecorder(catalog: CatalogCache(db: db), delivers: false)
+                    var taken = 0
+                    while true {
+                        let batch = try await db.transaction { try await events.catchUp(limit: 40, now: Date(), on: $0) }
+                        if batch == 0 { return taken }
+                        taken += batch
+                    }
+                }
+            }
+            var taken: [Int] = []
+            for drain in drains { taken.append(try await drain.value) }
+            await other.close()
+            #expect(taken.reduce(0, +) == 450, "\(taken)")  // each head taken once, however the two shared them
+            let written = try await pool.query("""
+                SELECT count(*)::int AS events, count(DISTINCT user_id)::int AS users, min(sequence)::int AS low, max(sequence)::int AS high,
+                       bool_and(type = 'catalog_change' AND payload LIKE '%"extras"%') AS all_changes,
+                       (SELECT count(*)::int FROM user_event_heads WHERE pending_catalog_change IS NOT NULL) AS marked
+                  FROM webhook_events
+                """, []).rows[0]
+            #expect(try written.int("events") == 450 && written.int("users") == 450 && written.int("marked") == 0)
+            #expect(try written.int("low") == 2 && written.int("high") == 2 && written.bool("all_changes"))
+        }
+    }
+
     @Test @Loop func theCatalogFileStoresOnlyWhatDiffers() async throws {
         try await TestDatabase.withMigratedDatabase { _, pool in
             let file = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(randomToken()).json")
