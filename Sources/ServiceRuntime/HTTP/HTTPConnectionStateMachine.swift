@@ -25,10 +25,11 @@ struct HTTPConnectionStateMachine {
     /// The connection's single timer.
     enum TimerKind: Equatable {
         /// A request (or the first one on a new connection) must arrive completely: the head within the
-        /// header timeout of its start.
+        /// header timeout of its start, and a body's first piece within that timeout of the head.
         case request
-        /// The body must keep arriving: each piece within the header timeout of the previous one, and at the
-        /// minimum rate, which it falls behind at `until` (loop clock, ms) unless more arrives first.
+        /// The body, once a piece of it arrived, must keep arriving: each piece within the header timeout of the
+        /// previous one, and at the minimum rate since the head, which it falls behind at `until` (loop clock, ms)
+        /// unless more arrives first.
         case body(until: UInt64)
         /// Keep-alive: nothing is happening; the client may send another request.
         case idle
@@ -141,8 +142,9 @@ struct HTTPConnectionStateMachine {
             writesInFlight += 1
             actions.append(.writeContinue)
         }
+        // Reading may have paused while this head was parsed; a body begun is read whole. The `request` timer
+        // runs on until a first piece arrives, so a request without a body (most) arms nothing here.
         applyBackpressure(&actions)
-        updateTimer(&actions)
     }
 
     /// A piece of the body arrived.
@@ -355,7 +357,7 @@ struct HTTPConnectionStateMachine {
         case (_, .head):
             desired = .request
         case (_, .body(_, let body, let since)):
-            desired = .body(until: bodyDeadline(since: since, received: body.count))
+            desired = body.isEmpty ? .request : .body(until: bodyDeadline(since: since, received: body.count))
         case _ where running != nil || !queue.isEmpty:
             desired = nil
         case (.open, .idle):
