@@ -18,8 +18,8 @@ public enum OpenFileLimit {
         return count(limit.rlim_cur)
     }
 
-    /// The soft and hard limits now, nil when they cannot be read.
-    public static func current() -> (soft: Int, hard: Int)? {
+    /// The soft and hard limits now, nil when they cannot be read (for tests).
+    static func current() -> (soft: Int, hard: Int)? {
         var limit = rlimit()
         guard getrlimit(resource, &limit) == 0 else { return nil }
         return (count(limit.rlim_cur), count(limit.rlim_max))
