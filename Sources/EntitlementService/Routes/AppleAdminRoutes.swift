@@ -33,7 +33,7 @@ struct AppleAdminRoutes {
         } catch let conflict as OwnershipConflict {
             throw ProblemError.ownershipConflict(conflict.originalTransactionID, source: " of this order", outcome: "nothing was moved")
         } catch let failure as AppleReadFailure {
-            throw Self.problem(failure, notFound: "Neither the App Store's Production nor its Sandbox environment knows this order ID.")
+            throw Self.problem(failure)
         }
     }
 
@@ -43,7 +43,7 @@ struct AppleAdminRoutes {
             _ = try await sync.refresh(userID: userID, waitMs: waitMs)
             return .json(try await reader.document(userID: userID, at: Date()))
         } catch let failure as AppleReadFailure {
-            throw Self.problem(failure, notFound: "The App Store does not know this user's purchases.")
+            throw Self.problem(failure)
         }
     }
 
@@ -58,11 +58,13 @@ struct AppleAdminRoutes {
         return (caller, userID, sync, waitMs)
     }
 
-    /// The problem answering a read that changed nothing: 404 naming `order_id`, 503 with `Retry-After`, or 502.
-    private static func problem(_ failure: AppleReadFailure, notFound: String) -> ProblemError {
+    /// The problem answering a read that changed nothing: 404 naming `order_id` (only an order can be unknown:
+    /// a refresh leaves a purchase neither environment knows as it is), 503 with `Retry-After`, or 502.
+    private static func problem(_ failure: AppleReadFailure) -> ProblemError {
         switch failure {
         case .notFound:
-            return ProblemError(status: 404, detail: notFound, extra: ["field": "order_id"])
+            return ProblemError(status: 404, detail: "Neither the App Store's Production nor its Sandbox environment knows this order ID.",
+                                extra: ["field": "order_id"])
         case .unavailable(let seconds, let detail):
             Log.warning("app_store_server_api_unavailable", ["detail": detail, "retry_after_s": seconds])
             return ProblemError(status: 503, title: "App Store unavailable",
