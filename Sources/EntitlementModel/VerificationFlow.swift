@@ -2,8 +2,10 @@
 /// repeat a request at once, and what the verification came to. It performs no I/O: the App Store client
 /// carries out each returned `Action` and reports the exchange's `Outcome` back through `received(_:)`.
 ///
-/// `firstEnvironment` (production unless the receipt is known to be sandbox) is asked first; `21007` moves to sandbox and `21008` to production, once per verification (a
-/// second redirect is treated as retryable); `21002` is repeated immediately at most `maxImmediateRetries`
+/// `firstEnvironment` (production unless the receipt is known to be sandbox) is asked first; `21007` moves to
+/// sandbox and `21008` to production, at most `maxRedirects` times per verification (production, sandbox and
+/// production again; a further redirect, or one to the environment that answered, is treated as retryable: Apple
+/// contradicts itself only in passing); `21002` is repeated immediately at most `maxImmediateRetries`
 /// times, then counts as a rejection. Every other answer finishes the verification, classified by
 /// `VerifyStatus`. Retrying later (backoff) is the caller's business: a new flow per attempt.
 public struct VerificationFlow: Sendable {
@@ -40,6 +42,10 @@ public struct VerificationFlow: Sendable {
 
     /// How many times a `21002` answer is repeated at once before the receipt counts as rejected.
     public static let maxImmediateRetries = 2
+    /// How many `21007`/`21008` redirects one verification follows.
+    public static let maxRedirects = 2
+    /// The most requests one verification sends: the first, its redirects and the immediate repeats.
+    public static let maxRequests = 1 + maxRedirects + maxImmediateRetries
 
     private enum State: Sendable {
         case idle
@@ -50,8 +56,8 @@ public struct VerificationFlow: Sendable {
     private var state: State = .idle
     private let firstEnvironment: StoreEnvironment
     private let expectedBundleID: String?
-    /// Whether the one allowed redirect (`21007`/`21008`) was followed.
-    public private(set) var redirected = false
+    /// How many redirects (`21007`/`21008`) were followed so far.
+    public private(set) var redirects = 0
     /// How many `21002` answers were repeated so far.
     public private(set) var immediateRetries = 0
     /// Requests sent so far, repeats and redirects included.
@@ -105,12 +111,13 @@ public struct VerificationFlow: Sendable {
             }
             return finish(.verified(response, environment: environment))
         case .redirect(let target):
-            guard !redirected, target != environment else {
-                return finish(.retryLater(
-                    appleStatus: status, reason: "\(detail) from \(environment.rawValue) after a redirect"
-                ))
+            guard target != environment else {
+                return finish(.retryLater(appleStatus: status, reason: "\(detail) from \(environment.rawValue), the environment it names"))
             }
-            redirected = true
+            guard redirects < Self.maxRedirects else {
+                return finish(.retryLater(appleStatus: status, reason: "\(detail) from \(environment.rawValue) after \(redirects) redirects"))
+            }
+            redirects += 1
             return send(to: target)
         case .malformedOrTransient:
             guard immediateRetries < Self.maxImmediateRetries else {

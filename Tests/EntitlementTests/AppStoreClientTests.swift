@@ -83,6 +83,19 @@ import Testing
         }
     }
 
+    /// Production says sandbox (21007), sandbox says production (21008): the client goes back to production,
+    /// which answers this time.
+    @Test @Loop func sandboxAnswer21008AfterARedirectGoesBackToProduction() async throws {
+        try await FakeAppStoreHarness.run { fake in
+            try await fake.scenario("both-ways", production: [["status": 21007], ["fixture": .string(Self.okFixture)]],
+                                    sandbox: [["status": 21008]])
+            let result = await fake.client().verify(receiptData: "both-ways", firstEnvironment: .production)
+            #expect(result == .verified(try decodedFixture(Self.okFixture), environment: .production))
+            let received = try await fake.received()
+            #expect(received.environments == ["Production", "Sandbox", "Production"])
+        }
+    }
+
     @Test @Loop func status21002TwiceThenValidIsVerified() async throws {
         try await FakeAppStoreHarness.run { fake in
             try await fake.scenario("flaky", production: [["status": 21002], ["status": 21002], ["fixture": .string(Self.okFixture)]])

@@ -23,7 +23,7 @@ private let valid = #"{"status": 0, "environment": "Production", "receipt": {"bu
         #expect(flow.answeringEnvironment == .production)
         #expect(flow.environment == nil)
         #expect(flow.requestsSent == 1)
-        #expect(!flow.redirected)
+        #expect(flow.redirects == 0)
     }
 
     @Test func expiredSubscriptionStillVerifies() throws {
@@ -47,7 +47,7 @@ private let valid = #"{"status": 0, "environment": "Production", "receipt": {"bu
         #expect(flow.environment == .sandbox)
         #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .sandbox)))
         #expect(flow.answeringEnvironment == .sandbox)
-        #expect(flow.redirected)
+        #expect(flow.redirects == 1)
         #expect(flow.requestsSent == 2)
     }
 
@@ -60,18 +60,55 @@ private let valid = #"{"status": 0, "environment": "Production", "receipt": {"bu
         #expect(flow.answeringEnvironment == .production)
     }
 
-    @Test(arguments: [21007, 21008])
-    func secondRedirectIsRetryable(second: Int) throws {
+    /// A sandbox answer of 21008 after production's 21007 is followed back to production (API.md: 21008 →
+    /// production, wherever it comes); a third redirect is Apple contradicting itself, retried later.
+    @Test func redirectBackToProductionIsFollowedOnce() throws {
+        let ok = try body(valid)
         var flow = VerificationFlow()
         _ = flow.start()
         #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
-        let action = try flow.received(.answered(status(second)))
-        guard case .finish(.retryLater(let appleStatus, let reason)) = action else {
+        #expect(try flow.received(.answered(status(21008))) == .send(.production))
+        #expect(flow.redirects == 2)
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .production)))
+        #expect(flow.requestsSent == 3)
+
+        var contradicting = VerificationFlow()
+        _ = contradicting.start()
+        _ = try contradicting.received(.answered(status(21007)))
+        _ = try contradicting.received(.answered(status(21008)))
+        let action = try contradicting.received(.answered(status(21007)))
+        guard case .finish(.retryLater(appleStatus: 21007, let reason)) = action else {
             Issue.record("expected retryLater, got \(action)")
             return
         }
-        #expect(appleStatus == second)
-        #expect(reason.contains("after a redirect"))
+        #expect(reason.contains("after 2 redirects"))
+        #expect(contradicting.requestsSent == 3)
+    }
+
+    /// Both redirects and both immediate repeats in one verification: `maxRequests`, which the receipt worker's
+    /// lease is sized by.
+    @Test func longestVerificationSendsMaxRequests() throws {
+        let ok = try body(valid)
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21002))) == .retrySameEnvironment)
+        #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
+        #expect(try flow.received(.answered(status(21002))) == .retrySameEnvironment)
+        #expect(try flow.received(.answered(status(21008))) == .send(.production))
+        #expect(flow.received(.answered(ok)) == .finish(.verified(ok, environment: .production)))
+        #expect(flow.requestsSent == VerificationFlow.maxRequests)
+    }
+
+    @Test func sandboxNamingItselfAfterARedirectIsRetryable() throws {
+        var flow = VerificationFlow()
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(21007))) == .send(.sandbox))
+        let action = try flow.received(.answered(status(21007)))
+        guard case .finish(.retryLater(appleStatus: 21007, let reason)) = action else {
+            Issue.record("expected retryLater, got \(action)")
+            return
+        }
+        #expect(reason.contains("the environment it names"))
         #expect(flow.requestsSent == 2)
     }
 

@@ -41,8 +41,8 @@ final class ReceiptService {
         self.catalog = catalog
         self.verifier = verifier
         self.retry = retry
-        // A flow sends at most four requests (two repeats of 21002 and one redirect), plus room to record.
-        lease = .milliseconds(appleTimeoutMs * 4 + 5_000)
+        // A flow sends at most `VerificationFlow.maxRequests` requests, plus room to record.
+        lease = .milliseconds(appleTimeoutMs * VerificationFlow.maxRequests + 5_000)
     }
 
     /// Stores a posted receipt and waits up to `waitMs` for its verification; nil when it is still pending then.
