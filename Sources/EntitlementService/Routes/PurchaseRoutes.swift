@@ -113,6 +113,18 @@ struct PurchaseRoutes {
         var amount: Int
         var idempotencyKey: String
         enum CodingKeys: String, CodingKey { case amount, idempotencyKey = "idempotency_key" }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            do {
+                amount = try container.decode(Int.self, forKey: .amount)
+            } catch where !(error is DecodingError) {
+                // Foundation reports a number that is no `Int` (1.5, 2^64) with an error of its own, which would
+                // surface as invalid JSON naming no field.
+                throw DecodingError.dataCorruptedError(forKey: .amount, in: container, debugDescription: "must be an integer from 1 to 1000000000")
+            }
+            idempotencyKey = try container.decode(String.self, forKey: .idempotencyKey)
+        }
     }
 
     private func consume(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
