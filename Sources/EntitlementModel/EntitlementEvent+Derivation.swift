@@ -15,8 +15,10 @@ extension DerivedEntitlementEvent {
     /// - active before and after: another product of the subscription → `product_change`; a later end →
     ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
     ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
-    /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, otherwise
-    ///   `expiration`;
+    /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, billing
+    ///   retry starting (a renewal failed, no grace period) → `billing_issue`, otherwise `expiration`;
+    /// - inactive before and after: refunded → `refund`, revoked → `revoke`, billing retry starting →
+    ///   `billing_issue`, otherwise `expiration`;
     /// - a balance going up → `consumable_purchase` (`refund_reversed` by a `REFUND_REVERSED` notification), down
     ///   → `refund`.
     /// A difference none of these names (say, a lapsed purchase first seen) takes the notification's own
@@ -146,10 +148,11 @@ extension DerivedEntitlementEvent {
             guard let old, old.active else { return Change(type: gained(new, after: old), purchase: purchase) }
             return Change(type: changedWhileActive(old, new) ?? .renewal, purchase: purchase)
         case (let old?, _) where old.active:
-            return Change(type: lost(new), purchase: purchase)
+            return Change(type: lost(new, after: old), purchase: purchase)
         case (_, let new?):
-            // Inactive before (or unknown) and after: only a newly refunded (or revoked) claim is worth its own name.
-            return Change(type: withdrawalType(new) ?? .expiration, purchase: purchase)
+            // Inactive before (or unknown) and after: a newly refunded (or revoked) claim, or a renewal that failed
+            // (Apple's billing retry starting), is worth its own name.
+            return Change(type: withdrawalType(new) ?? (billingRetryStarts(old, new) ? .billingIssue : .expiration), purchase: purchase)
         default:
             return nil
         }
@@ -196,10 +199,19 @@ extension DerivedEntitlementEvent {
     }
 
     /// Access that ends.
-    private static func lost(_ new: Entitlement?) -> EntitlementEventType {
+    private static func lost(_ new: Entitlement?, after old: Entitlement) -> EntitlementEventType {
         guard let new else { return .revoke }
         if let withdrawn = withdrawalType(new) { return withdrawn }
+        if billingRetryStarts(old, new) { return .billingIssue }
         return new.inactiveReason == .revoked ? .grantRevoked : .expiration
+    }
+
+    /// Whether Apple's billing retry starts with this change: the App Store purchase after it is in billing
+    /// retry, the one before (if any) was not (a renewal failed: `DID_FAIL_TO_RENEW`).
+    private static func billingRetryStarts(_ old: Entitlement?, _ new: Entitlement) -> Bool {
+        guard case .appStore(let after) = new.source, after.inBillingRetry else { return false }
+        guard let old, case .appStore(let before) = old.source else { return true }
+        return !before.inBillingRetry
     }
 
     /// For a purchase Apple took back: `refund` (reason `refunded`), or `revoke` (reason `revoked`: Family

@@ -135,6 +135,20 @@ import Testing
         #expect(type(renewing, renewing) == nil)
         // Past the expiry, inside the grace period Apple gave: billing issue.
         #expect(type(renewing, retrying, at: first.expiresDate!.addingTimeInterval(60)) == .billingIssue)
+        // A renewal that failed with no grace period (DID_FAIL_TO_RENEW): access ends, and the event says why,
+        // whether or not its expiration was already sent.
+        var retryingNoGrace = renewing
+        retryingNoGrace.isInBillingRetryPeriod = true
+        let lapsed = first.expiresDate!.addingTimeInterval(60)
+        #expect(type(renewing, retryingNoGrace, at: lapsed) == .billingIssue)
+        #expect(type(off, retryingNoGrace, at: lapsed) == .billingIssue)
+        #expect(Self.state([first], renewals: [retryingNoGrace], at: lapsed).entitlements["premium"]?.active == false)
+        // Billing retry already under way, then over: an expiration, not a second billing issue.
+        #expect(type(retryingNoGrace, off, at: lapsed) == .expiration)
+        // The grace period over with billing retry going on: an expiration.
+        let graceOver = retrying.gracePeriodExpiresDate!.addingTimeInterval(60)
+        #expect(DerivedEntitlementEvent.derive(before: Self.state([first], renewals: [retrying], at: first.expiresDate!.addingTimeInterval(60)),
+                                               after: Self.state([first], renewals: [retrying], at: graceOver), cause: .timePassed)?.type == .expiration)
     }
 
     @Test func refundRevokeAndRefundReversed() {

@@ -137,6 +137,25 @@ struct NotificationEventTests {
         }
     }
 
+    /// A renewal that failed with no grace period (DID_FAIL_TO_RENEW, billing retry) is a `billing_issue`, also when
+    /// the subscription's end had already passed and its `expiration` was written.
+    @Test func aFailedRenewalIsABillingIssue() async throws {
+        try await ServiceHarness.runSigned { service, storeKit in
+            let lapsed = SignedStoreKit.Transaction.monthly("bi-1", purchased: now.addingTimeInterval(-30 * 86_400 - 60), signed: now.addingTimeInterval(-3_600))
+            #expect(try await service.postSigned([try storeKit.sign(lapsed)], for: "bi-user").status == 200)
+            #expect(try await types(service, "bi-user") == ["expiration"])
+            let failed = try storeKit.notification("DID_FAIL_TO_RENEW", signed: now.addingTimeInterval(-30), transaction: try storeKit.sign(lapsed),
+                                                   renewal: try storeKit.renewal(originalID: "bi-1", productID: monthly, autoRenew: true,
+                                                                                 billingRetry: true, signed: now.addingTimeInterval(-30)))
+            #expect(try await service.notify(failed).status == 200)
+            #expect(try await types(service, "bi-user") == ["expiration", "billing_issue"])
+            let issue = try #require(try await WebhookEventTests.events(service, user: "bi-user").last)
+            #expect(issue.body["product_id"] as? String == monthly && issue.body["original_transaction_id"] as? String == "bi-1")
+            let shown = try #require(issue.entitlements["premium"] as? [String: Any])
+            #expect(shown["active"] as? Bool == false && shown["in_billing_retry"] as? Bool == true)
+        }
+    }
+
     @Test func aNotificationDeliveredTwiceWritesOneEvent() async throws {
         try await ServiceHarness.runSigned { service, storeKit in
             let bought = SignedStoreKit.Transaction.monthly("twice-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_600))
