@@ -52,11 +52,11 @@ extension DerivedEntitlementEvent {
                     consumable = .refundReversed  // a refund's debit credited back
                 }
                 let bought = report.transactions
-                    .filter { report.productTypes[$0.productID] == .consumable }
-                    .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+                    .filter { report.productTypes[$0.transaction.productID] == .consumable }
+                    .max { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) }
                 return DerivedEntitlementEvent(
-                    type: consumable, productID: bought?.productID, transactionID: bought?.transactionID,
-                    originalTransactionID: bought?.originalTransactionID)
+                    type: consumable, productID: bought?.transaction.productID, transactionID: bought?.transaction.transactionID,
+                    originalTransactionID: bought?.transaction.originalTransactionID, environment: bought?.environment)
             }
             let fallback = report.notificationType.flatMap { Self.meaning(ofNotification: $0, subtype: report.subtype) }
             let anyActive = after.entitlements.values.contains(where: \.active)
@@ -103,7 +103,7 @@ extension DerivedEntitlementEvent {
             self.init(type: type)
             return
         }
-        let transaction = report?.transactions
+        let transaction = report?.transactions.map(\.transaction)
             .filter { $0.originalTransactionID == purchase.originalTransactionID }
             .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
         self.init(type: type, productID: purchase.productID, transactionID: transaction?.transactionID,

@@ -50,8 +50,8 @@ public struct EntitlementState: Sendable, Hashable {
 /// What Apple reported in one recording (a receipt, a signed transaction, a notification or a status
 /// refresh), as far as naming the cause of a change needs it.
 public struct AppStoreReport: Sendable, Hashable {
-    /// The transactions recorded.
-    public var transactions: [StoreTransaction]
+    /// The transactions recorded, each with the environment that reported it.
+    public var transactions: [OwnedTransaction]
     /// Ids of the transactions this recording stored for the first time.
     public var newTransactionIDs: Set<String>
     /// The App Store Server Notification's `notificationType` and `subtype`, when the report is one.
@@ -64,7 +64,7 @@ public struct AppStoreReport: Sendable, Hashable {
 
     /// A report of these transactions; leave the notification fields nil for a receipt, a signed transaction or a
     /// status refresh.
-    public init(transactions: [StoreTransaction], newTransactionIDs: Set<String>, notificationType: String? = nil,
+    public init(transactions: [OwnedTransaction], newTransactionIDs: Set<String>, notificationType: String? = nil,
                 subtype: String? = nil, productTypes: [String: ProductType] = [:]) {
         self.transactions = transactions
         self.newTransactionIDs = newTransactionIDs

@@ -24,7 +24,7 @@ import Testing
 
     private static func appStore(_ transactions: [StoreTransaction], new: [StoreTransaction]? = nil,
                                  notification: String? = nil, subtype: String? = nil) -> EntitlementChangeCause {
-        .appStore(AppStoreReport(transactions: transactions, newTransactionIDs: Set((new ?? transactions).map(\.transactionID)),
+        .appStore(AppStoreReport(transactions: transactions.map { OwnedTransaction($0, environment: .sandbox) }, newTransactionIDs: Set((new ?? transactions).map(\.transactionID)),
                                  notificationType: notification, subtype: subtype,
                                  productTypes: Dictionary(uniqueKeysWithValues: catalog.products.map { ($0.productID, $0.type) })))
     }
@@ -245,13 +245,15 @@ import Testing
                                                cause: Self.appStore([pass2]))?.type == .nonRenewingPurchase)
         let credited = DerivedEntitlementEvent.derive(before: EntitlementState(), after: EntitlementState(consumables: ["coins": 100]),
                                                       cause: Self.appStore([coins]))
-        #expect(credited == DerivedEntitlementEvent(type: .consumablePurchase, productID: "coins", transactionID: "4", originalTransactionID: "4"))
+        #expect(credited == DerivedEntitlementEvent(type: .consumablePurchase, productID: "coins", transactionID: "4", originalTransactionID: "4",
+                                                    environment: .sandbox))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: []))?.type == .refund)
         // A refund's debit credited back by Apple's reversal, and refunded again.
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 0]), after: EntitlementState(consumables: ["coins": 100]),
                                                cause: Self.appStore([coins], new: [], notification: "REFUND_REVERSED"))
-                == DerivedEntitlementEvent(type: .refundReversed, productID: "coins", transactionID: "4", originalTransactionID: "4"))
+                == DerivedEntitlementEvent(type: .refundReversed, productID: "coins", transactionID: "4", originalTransactionID: "4",
+                                           environment: .sandbox))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: [], notification: "REFUND"))?.type == .refund)
     }

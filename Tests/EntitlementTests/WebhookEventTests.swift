@@ -87,6 +87,8 @@ struct WebhookEventTests {
             #expect(events[0].consumables["coins"] as? Int == 100 && events[1].consumables["coins"] as? Int == 70)
             #expect(events[0].body["product_id"] as? String == "com.example.coins.100")
             #expect(events[0].body["transaction_id"] as? String == "coin-e1")
+            #expect(events[0].body["environment"] as? String == "Production")
+            #expect(events[1].body["environment"] == nil && events[1].body["product_id"] == nil)
         }
     }
 

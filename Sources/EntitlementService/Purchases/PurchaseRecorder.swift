@@ -17,8 +17,8 @@ struct ClaimSuperseded: Error, Sendable {
 /// What the steps of a recording did over one database transaction (a report and the parked notifications it
 /// unparked), for the answer and the webhook events.
 struct RecordingEffects: Sendable {
-    /// Every transaction recorded.
-    var transactions: [StoreTransaction]
+    /// Every transaction recorded, with the environment that reported it.
+    var transactions: [OwnedTransaction]
     /// Those stored for the first time.
     var newTransactionIDs: Set<String> = []
     /// Purchases moved between users, in purchase order.
@@ -121,7 +121,7 @@ struct PurchaseRecorder {
                 on connection: PostgresConnection) async throws -> RecordingEffects {
         let renewals = Dictionary(renewalList.map { ($0.originalTransactionID, $0) }) { _, last in last }
         let credits = Self.consumableCredits(transactions, catalog: catalog)
-        var effects = RecordingEffects(transactions: transactions)
+        var effects = RecordingEffects(transactions: transactions.map { OwnedTransaction($0, environment: environment) })
         effects.newTransactionIDs = try await transactionStore.record(transactions, environment: environment,
                                                                       firstVerificationID: context.claim?.verificationID, on: connection)
         let (transfers, claimed) = try await applyOwnership(transactions, catalog: catalog, context: context, on: connection)
@@ -151,7 +151,7 @@ struct PurchaseRecorder {
     /// report (`report` names the notification, when one was applied).
     func finishEvents(_ watch: EventRecorder.Watch, _ effects: RecordingEffects, report notification: StoredNotification?,
                       on connection: PostgresConnection) async throws {
-        let purchases = Set(effects.transactions.map(\.originalTransactionID)).sorted()
+        let purchases = Set(effects.transactions.map(\.transaction.originalTransactionID)).sorted()
         let ownersNow = try await owners.owners(of: purchases, on: connection)
         let report = AppStoreReport(transactions: effects.transactions, newTransactionIDs: effects.newTransactionIDs,
                                     notificationType: notification?.type, subtype: notification?.subtype,
