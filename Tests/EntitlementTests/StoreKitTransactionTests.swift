@@ -78,7 +78,10 @@ struct StoreKitTransactionTests {
 
             let refused = try await service.postSigned([subscription, lifetime, untrusted], for: "restorer")
             #expect(refused.status == 422, "\(refused.text)")
-            #expect(try refused.json()["field"] as? String == "signed_transactions[2]")
+            // The field API.md promises for either form, and the element's position.
+            #expect(try refused.json()["field"] as? String == "signed_transaction")
+            #expect(try refused.json()["index"] as? Int == 2)
+            #expect((try refused.json()["detail"] as? String)?.hasPrefix("'signed_transactions[2]'") == true)
             let nothing = try await service.sql("SELECT count(*)::int AS n FROM app_store_transactions")
             #expect(try nothing[0].int("n") == 0)
 

@@ -40,16 +40,18 @@ struct StoreKitRoutes {
         let body = try request.decodeJSON(TransactionsBody.self)
         let userID = try InputRules.userID(body.userID)
         let orderID = try body.orderID.map { try InputRules.uuid($0, field: "order_id") }
-        let posted: [(jws: String, field: String)]
+        // Each JWS with its name in the post and, in a list, its position (a 422 names `signed_transaction`, as
+        // API.md promises for either form, and adds `index` for a list's element).
+        let posted: [(jws: String, name: String, index: Int?)]
         switch (body.signedTransaction, body.signedTransactions) {
         case (let one?, nil):
-            posted = [(one, "signed_transaction")]
+            posted = [(one, "signed_transaction", nil)]
         case (nil, let list?):
             guard (1...Self.maxTransactions).contains(list.count) else {
                 throw ProblemError.badRequest("'signed_transactions' must hold 1 to \(Self.maxTransactions) signed transactions.",
                                               field: "signed_transactions")
             }
-            posted = list.enumerated().map { ($1, "signed_transactions[\($0)]") }
+            posted = list.enumerated().map { ($1, "signed_transactions[\($0)]", $0) }
         case (_?, _?):
             throw ProblemError.badRequest("Give 'signed_transaction' or 'signed_transactions', not both.", field: "signed_transactions")
         case (nil, nil):
@@ -57,22 +59,19 @@ struct StoreKitRoutes {
         }
 
         var verified: [VerifiedSignedData<AppStoreTransactionV2>] = []
-        for (jws, field) in posted {
+        for (jws, name, index) in posted {
             do {
                 verified.append(try await signatures.verifyTransaction(jws))
             } catch {
-                Log.warning("signed_transaction_refused", ["field": field, "status": error.status.rawValue,
+                Log.warning("signed_transaction_refused", ["field": name, "status": error.status.rawValue,
                                                            "reason": error.reason])
-                throw ProblemError(status: 422, title: "Signed transaction rejected",
-                                   detail: "'\(field)' is not a transaction signed by the App Store for this app: \(error.reason).",
-                                   extra: ["field": .string(field)])
+                throw Self.rejected("'\(name)' is not a transaction signed by the App Store for this app: \(error.reason).", index: index)
             }
         }
         let environment = verified[0].environment.recorded
         if let index = verified.firstIndex(where: { $0.environment.recorded != environment }) {
-            throw ProblemError(status: 422, title: "Signed transaction rejected",
-                               detail: "The signed transactions of one post must share one environment.",
-                               extra: ["field": .string(posted[index].field)])
+            throw Self.rejected("The signed transactions of one post must share one environment; '\(posted[index].name)' does not.",
+                                index: posted[index].index)
         }
         let transactions = Self.newestStatements(verified.map(\.payload.transaction))
         let recorded: RecordedPurchases
@@ -90,6 +89,13 @@ struct StoreKitRoutes {
         return .json(RecordedTransactionsBody(document: document, transactionIDs: body.signedTransactions == nil ? nil : ids,
                                               transactionID: body.signedTransactions == nil ? ids.first : nil,
                                               environment: environment, transferredFrom: recorded.transferredFrom.first))
+    }
+
+    /// The 422 refusing a post, naming `signed_transaction` and, for an element of a list, its `index`.
+    private static func rejected(_ detail: String, index: Int?) -> ProblemError {
+        var extra: [String: JSONValue] = ["field": "signed_transaction"]
+        extra["index"] = index.map { .int($0) }
+        return ProblemError(status: 422, title: "Signed transaction rejected", detail: detail, extra: extra)
     }
 
     /// One statement per transaction: where a post repeats a transaction, its newest signed statement.
