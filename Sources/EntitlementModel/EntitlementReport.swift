@@ -22,8 +22,8 @@ public struct EntitlementReport: Sendable, Hashable {
 
 /// The body of `GET /v1/users/{user_id}/entitlements`:
 /// `{"user_id", "as_of", "entitlements": {name: ``Entitlement``}, "consumables": {currency: balance}}`,
-/// `as_of` in RFC 3339 whatever the encoder's date strategy; `unknown_products` lists, when there are any,
-/// the user's purchased products the catalog does not know (stored, never granted).
+/// `as_of` in RFC 3339 whatever the encoder's date strategy; `unknown_products` lists (always, empty when there
+/// are none) the user's purchased products the catalog does not know (stored, never granted).
 public struct EntitlementsDocument: Sendable, Hashable, Encodable {
     /// `user_id`: whose entitlements these are.
     public var userID: String
@@ -59,6 +59,6 @@ public struct EntitlementsDocument: Sendable, Hashable, Encodable {
         try container.encode(RFC3339.string(from: asOf), forKey: .asOf)
         try container.encode(entitlements, forKey: .entitlements)
         try container.encode(consumables, forKey: .consumables)
-        if !unknownProducts.isEmpty { try container.encode(unknownProducts, forKey: .unknownProducts) }
+        try container.encode(unknownProducts, forKey: .unknownProducts)
     }
 }

@@ -15,15 +15,13 @@ extension EntitlementsDocument {
         json.object(consumables) { $0.int($1) }
         json.key("entitlements")
         json.object(entitlements) { $0.entitlement($1) }
-        if !unknownProducts.isEmpty {
-            json.key("unknown_products")
-            json.bytes.append(UInt8(ascii: "["))
-            for (position, product) in unknownProducts.enumerated() {
-                if position > 0 { json.bytes.append(UInt8(ascii: ",")) }
-                json.string(product)
-            }
-            json.bytes.append(UInt8(ascii: "]"))
+        json.key("unknown_products")
+        json.bytes.append(UInt8(ascii: "["))
+        for (position, product) in unknownProducts.enumerated() {
+            if position > 0 { json.bytes.append(UInt8(ascii: ",")) }
+            json.string(product)
         }
+        json.bytes.append(UInt8(ascii: "]"))
         json.key("user_id")
         json.string(userID)
         json.close()

@@ -601,7 +601,7 @@ extension JSONValue {
             environment: .production)
         let report = try evaluate([transaction], renewals: [renewal("1000000123")], at: "2026-11-22T01:20:00Z")
         let document = EntitlementsDocument(userID: "u1", report: report, consumables: ["coins": 100])
-        // The example API.md shows, as the served OpenAPI document carries it.
+        // The example API.md shows (with `unknown_products`, which API.md lists as built), as the served OpenAPI document carries it.
         let openAPI = try JSONValue(json: String(decoding: PackageResources.openapi_json, as: UTF8.self))
         guard case .object(let root) = openAPI, case .object(let components)? = root["components"],
               case .object(let schemas)? = components["schemas"], case .object(let response)? = schemas["EntitlementsResponse"],

@@ -292,6 +292,8 @@ struct PurchaseFlowTests {
             #expect(body["unknown_products"] as? [String] == ["com.example.mystery"])
             let stored = try await service.sql("SELECT product_id FROM app_store_transactions WHERE transaction_id = 'unk-1'")
             #expect(try stored.first?.string("product_id") == "com.example.mystery")
+            // Always in the body: empty for a user whose every product the catalog knows (or who has none).
+            #expect(try await service.entitlements("nobody-yet")["unknown_products"] as? [String] == [])
         }
     }
 }

@@ -30,7 +30,7 @@ struct CustomerViewBody: Encodable {
         })
         try container.encode(entitlements, forKey: .entitlements)
         try container.encode(document.consumables, forKey: .consumables)
-        if !document.unknownProducts.isEmpty { try container.encode(document.unknownProducts, forKey: .unknownProducts) }
+        try container.encode(document.unknownProducts, forKey: .unknownProducts)
         try container.encode(transactions, forKey: .transactions)
         try container.encode(nextTransactionsCursor, forKey: .nextTransactionsCursor)
         try container.encode(grants, forKey: .grants)
