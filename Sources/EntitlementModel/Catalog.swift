@@ -75,7 +75,8 @@ public struct Catalog: Sendable, Hashable, Codable {
 /// - `product_id`: 1–255 letters, digits, `.`, `_` or `-`;
 /// - `entitlements`: names of 1–255 characters without control characters, none repeated; at least one for
 ///   every type but `consumable` (which may have none, and may leave the field out);
-/// - `duration`: an ``ISODuration`` longer than zero; required for `non_renewing`;
+/// - `duration`: an ``ISODuration`` of years, months, weeks and days (no clock part), longer than zero; required
+///   for `non_renewing`;
 /// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer above zero): required for
 ///   `consumable`;
 /// - `price`: a decimal string such as `"4.99"`; `price_currency`: three capital letters (ISO 4217);
@@ -218,6 +219,9 @@ public struct Product: Sendable, Hashable, Codable {
         }
         if let duration, duration.isZero {
             return problem(.duration, "must be longer than zero")
+        }
+        if let duration, duration.hours + duration.minutes + duration.seconds > 0 {
+            return problem(.duration, "must count years, months, weeks or days (PnY, PnM, PnW, PnD), not hours, minutes or seconds")
         }
         if type == .nonRenewing && duration == nil {
             return problem(.duration, "is required for non_renewing products (e.g. \"P1M\")")

@@ -118,7 +118,7 @@ extension AdminTests {
             try await AdminHarness.run { service in
                 // Names with what PostgreSQL's array text form would have to quote or escape.
                 let names = [#"a,b"#, "{c}", #"say "hi""#, #"back\slash"#, "NULL", " spaced ", "é"]
-                let pass: [String: Any] = ["type": "non_renewing", "entitlements": names, "duration": "P1M2DT3H", "currency": "coins",
+                let pass: [String: Any] = ["type": "non_renewing", "entitlements": names, "duration": "P1Y1M2W2D", "currency": "coins",
                                            "amount": 5, "price": "12.50", "price_currency": "EUR", "subscription_group": "group, \"one\""]
                 #expect(try await service.call("PUT", "/v1/admin/products/com.example.pass", body: AdminHarness.json(pass)).status == 201)
                 let list = try await service.call("GET", "/v1/admin/products")
@@ -148,6 +148,7 @@ extension AdminTests {
                     ("p1", #"{"type": "subscription", "entitlements": ["a"]}"#, "type"),
                     ("p1", #"{"type": "non_renewing", "entitlements": ["a"]}"#, "duration"),
                     ("p1", #"{"type": "non_renewing", "entitlements": ["a"], "duration": "P1X"}"#, "duration"),
+                    ("p1", #"{"type": "non_renewing", "entitlements": ["a"], "duration": "PT1H"}"#, "duration"),
                     ("p1", #"{"type": "consumable", "amount": 5}"#, "currency"),
                     ("p1", #"{"type": "consumable", "currency": "coins"}"#, "amount"),
                     ("p1", #"{"type": "consumable", "currency": "coins", "amount": 0}"#, "amount"),
