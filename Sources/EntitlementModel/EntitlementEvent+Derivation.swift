@@ -4,7 +4,8 @@ extension DerivedEntitlementEvent {
     /// The event a change from `before` to `after` calls for, or nil when the user's state did not change
     /// (an event is due exactly when what `GET /v1/users/{user_id}/entitlements` answers changes).
     ///
-    /// Admin actions (grants and catalog changes), spends, transfers and time name their own type. For Apple's data the type comes from
+    /// Admin actions (grants and catalog changes), spends, transfers and time name their own type (a transfer, and
+    /// an expiration, carry the purchase they are about). For Apple's data the type comes from
     /// the difference itself, entitlement by entitlement, and the most significant one names the event
     /// (refund, revoke, refund reversed, product change, a purchase, renewal, billing issue, expiration,
     /// cancellation, uncancellation, then consumable credits):
@@ -35,10 +36,14 @@ extension DerivedEntitlementEvent {
             return DerivedEntitlementEvent(type: .consumableSpent)
         case .catalogChanged(let productID):
             return DerivedEntitlementEvent(type: .catalogChange, productID: productID)
-        case .transferredIn(let from):
-            return DerivedEntitlementEvent(type: .transfer, transferredFrom: from)
-        case .transferredOut(let to):
-            return DerivedEntitlementEvent(type: .transfer, transferredTo: to)
+        case .transferredIn(let from, let report):
+            var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
+            event.transferredFrom = from
+            return event
+        case .transferredOut(let to, let report):
+            var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
+            event.transferredTo = to
+            return event
         case .timePassed:
             let ended = Self.changes(before: before, after: after).first { $0.type == .expiration }
             return DerivedEntitlementEvent(type: .expiration, purchase: ended?.purchase, report: nil)
@@ -62,6 +67,12 @@ extension DerivedEntitlementEvent {
             let anyActive = after.entitlements.values.contains(where: \.active)
             return DerivedEntitlementEvent(type: fallback ?? (anyActive ? .renewal : .expiration))
         }
+    }
+
+    /// The App Store purchase a transfer is about: that of the most significant entitlement change it made (one of
+    /// them when several purchases moved at once); nil when only balances or grants changed.
+    private static func movedPurchase(before: EntitlementState, after: EntitlementState) -> AppStorePurchase? {
+        changes(before: before, after: after).filter { $0.purchase != nil }.min { $0.rank < $1.rank }?.purchase
     }
 
     /// The type an App Store Server Notification (V2 `notificationType` and `subtype`, or a V1

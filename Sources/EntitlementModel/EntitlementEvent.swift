@@ -78,10 +78,10 @@ public struct AppStoreReport: Sendable, Hashable {
 public enum EntitlementChangeCause: Sendable, Hashable {
     /// Apple's data was recorded for this user.
     case appStore(AppStoreReport)
-    /// Purchases moved to this user from another.
-    case transferredIn(from: String)
-    /// Purchases moved from this user to another.
-    case transferredOut(to: String)
+    /// Purchases moved to this user from another, by the recording `report` describes.
+    case transferredIn(from: String, report: AppStoreReport)
+    /// Purchases moved from this user to another, by the recording `report` describes.
+    case transferredOut(to: String, report: AppStoreReport)
     case grant(id: String)
     case grantRevoked(id: String)
     case consumableSpent(currency: String)
@@ -96,15 +96,15 @@ public enum EntitlementChangeCause: Sendable, Hashable {
 public struct DerivedEntitlementEvent: Sendable, Hashable {
     /// Why the state changed; written as the webhook event's `type`.
     public var type: EntitlementEventType
-    /// The App Store product concerned (`product_id`); nil for grants, spends and transfers, and for a catalog change
-    /// of several products.
+    /// The App Store product concerned (`product_id`); nil for grants and spends, and for a catalog change of several
+    /// products.
     public var productID: String?
     /// The newest transaction of that purchase in the recording (`transaction_id`); nil when the recording carried
     /// none, or no purchase applies.
     public var transactionID: String?
     /// The purchase's `original_transaction_id` (its subscription chain); nil where no App Store purchase applies.
     public var originalTransactionID: String?
-    /// The environment of the App Store purchase concerned; nil for grants, spends, transfers and consumable credits.
+    /// The environment of the App Store purchase concerned; nil for grants and spends.
     public var environment: StoreEnvironment?
     /// For `transfer`: the previous owner (on the new owner's event) or the new one (on the previous owner's).
     public var transferredFrom: String?

@@ -281,15 +281,32 @@ import Testing
         #expect(report.entitlements.isEmpty)
     }
 
+    /// A transfer's events, on both sides, carry the purchase that moved: product, transactions and environment.
+    @Test func aTransferNamesThePurchaseThatMoved() {
+        let bought = StoreTransaction(transactionID: "7", originalTransactionID: "7", productID: "lifetime", purchaseDate: Self.start)
+        let owned = Self.state([bought], at: Self.start.addingTimeInterval(60))
+        let moved = Self.appStore([bought], new: [])
+        guard case .appStore(let report) = moved else { return }
+        let expected = DerivedEntitlementEvent(type: .transfer, productID: "lifetime", transactionID: "7", originalTransactionID: "7",
+                                               environment: .sandbox)
+        var gained = expected
+        gained.transferredFrom = "u0"
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: owned, cause: .transferredIn(from: "u0", report: report)) == gained)
+        var lost = expected
+        lost.transferredTo = "u2"
+        #expect(DerivedEntitlementEvent.derive(before: owned, after: EntitlementState(), cause: .transferredOut(to: "u2", report: report)) == lost)
+    }
+
     @Test func causesThatNameThemselves() {
         let granted = EntitlementState(entitlements: ["pro": Entitlement(expiresAt: nil, inactiveReason: nil, source: .grant(id: "g", reason: "r"))])
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .grant(id: "g"))?.type == .grant)
         #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .grantRevoked(id: "g"))?.type == .grantRevoked)
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 5]), after: EntitlementState(consumables: ["coins": 4]),
                                                cause: .consumableSpent(currency: "coins"))?.type == .consumableSpent)
-        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .transferredIn(from: "u0"))
+        let nothing = AppStoreReport(transactions: [], newTransactionIDs: [])
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .transferredIn(from: "u0", report: nothing))
                 == DerivedEntitlementEvent(type: .transfer, transferredFrom: "u0"))
-        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .transferredOut(to: "u2"))
+        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .transferredOut(to: "u2", report: nothing))
                 == DerivedEntitlementEvent(type: .transfer, transferredTo: "u2"))
         #expect(DerivedEntitlementEvent.derive(before: granted, after: granted, cause: .grant(id: "g")) == nil)
     }

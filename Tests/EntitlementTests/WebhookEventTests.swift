@@ -156,6 +156,12 @@ struct WebhookEventTests {
             #expect(previous.map(\.type) == ["non_consumable_purchase", "transfer"])
             #expect(previous.last?.body["transferred_to"] as? String == "second-owner")
             #expect(previous.last?.entitlements.isEmpty == true, "the purchase left with its entitlement")
+            // Both sides name the purchase that moved.
+            for event in [newOwner.first, previous.last].compactMap({ $0 }) {
+                #expect(event.body["product_id"] as? String == "com.example.lifetime")
+                #expect(event.body["transaction_id"] as? String == "move-e1" && event.body["original_transaction_id"] as? String == "move-e1")
+                #expect(event.body["environment"] as? String == "Production")
+            }
         }
     }
 

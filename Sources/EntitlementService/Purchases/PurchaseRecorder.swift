@@ -157,8 +157,8 @@ struct PurchaseRecorder {
                                     notificationType: notification?.type, subtype: notification?.subtype,
                                     productTypes: watch.catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
         try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in
-            if let moved = effects.transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from) }
-            if let moved = effects.transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to) }
+            if let moved = effects.transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from, report: report) }
+            if let moved = effects.transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to, report: report) }
             return .appStore(report)
         }, on: connection)
     }
