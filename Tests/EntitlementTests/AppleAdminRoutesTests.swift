@@ -30,6 +30,14 @@ import Testing
             #expect(try other.status == 200 && other.json()["transferred_from"] as? String == "u1")
             #expect(try await service.entitlements("u1").entitlement("pro")?["active"] as? Bool != true)
             #expect(try await service.sql("SELECT 1 FROM audit_events WHERE action = 'ownership.transfer'").count == 1)
+            // Each attachment is an admin action of its own in the audit log, with the key id and what was recorded.
+            let attachments = try await service.sql("""
+                SELECT actor, subject, user_id, after->>'environment' AS environment, after->'transaction_ids' ->> 0 AS first
+                  FROM audit_events WHERE action = 'apple_order.attach' ORDER BY occurred_at, event_id
+                """)
+            #expect(try attachments.map { try $0.string("user_id") } == ["u1", "u1", "u2"])
+            #expect(try attachments.allSatisfy { try $0.string("subject") == order && $0.string("environment") == "Sandbox" && $0.string("first") != nil })
+            #expect(try attachments.allSatisfy { try $0.string("actor").hasPrefix("admin") }, "a key id, never the key")
 
             let unknown = try await service.request("POST", "/v1/admin/users/u1/apple-orders", json: #"{"order_id": "MZZZZZZZZZ"}"#, key: Self.admin)
             #expect(try unknown.status == 404 && unknown.json()["field"] as? String == "order_id")

@@ -35,7 +35,7 @@ struct AppleAccountSync {
         let recorded = try await recorder.record(
             transactions: transactions.map(\.payload.transaction), renewals: [], latestReceipt: nil, appleStatus: 0,
             environment: environment,
-            context: .init(poster: userID, movesOwnership: true, actor: actor, claim: nil, orderID: nil))
+            context: .init(poster: userID, movesOwnership: true, actor: actor, claim: nil, orderID: nil, appleOrderID: orderID))
         Log.info("apple_order_attached", ["user_id": userID, "environment": environment.rawValue,
                                           "transactions": transactions.count, "new": recorded.newTransactions])
         return recorded.transferredFrom

@@ -79,6 +79,16 @@ struct PurchaseRecorder {
         /// The lease of the posted submission being verified; the recording happens only while it holds.
         var claim: SubmissionClaim?
         var orderID: UUID?
+        /// The App Store order ID an admin attached these purchases by (`POST /v1/admin/users/{user_id}/apple-orders`):
+        /// the recording is audited as `apple_order.attach` in its transaction.
+        var appleOrderID: String? = nil
+    }
+
+    /// The `after` of an `apple_order.attach` audit event.
+    private struct AttachedOrder: Encodable {
+        var environment: StoreEnvironment
+        var transactionIDs: [String]
+        enum CodingKeys: String, CodingKey { case environment, transactionIDs = "transaction_ids" }
     }
 
     func record(_ response: AppStoreResponse, environment: StoreEnvironment, context: Context) async throws -> RecordedPurchases {
@@ -105,6 +115,11 @@ struct PurchaseRecorder {
                                            environment: environment, catalog: watch.catalog, context: context, on: connection)
             if let claim = context.claim {
                 try await submissions.markVerified(claim, appleStatus: appleStatus, environment: environment, on: connection)
+            }
+            if let appleOrderID = context.appleOrderID {
+                let after = AttachedOrder(environment: environment, transactionIDs: transactions.map(\.transactionID).sorted())
+                try await AuditStore().record(actor: context.actor, action: .appleOrderAttach, subject: appleOrderID, userID: context.poster,
+                                              before: nil, after: try PostgresJSON(encoding: after), on: connection)
             }
             try await finishEvents(watch, effects, report: nil, on: connection)
             return effects

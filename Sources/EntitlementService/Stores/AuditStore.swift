@@ -19,6 +19,7 @@ struct AuditStore: AuditReading {
         case grantCreate = "grant.create"
         case grantRevoke = "grant.revoke"
         case productPut = "product.put"
+        case appleOrderAttach = "apple_order.attach"
         case ownershipTransfer = "ownership.transfer"
     }
 
