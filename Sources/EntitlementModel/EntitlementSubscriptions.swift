@@ -37,6 +37,12 @@ enum SubscriptionRules {
             winners[group] = live
         }
         for winner in winners.values { candidates += winner.candidates }
+        // A chain that lost its group to one bought after it had access until then: listed as expired from the
+        // winner's purchase (one bought after the winner never had any, and is not listed).
+        for live in current {
+            guard let group = live.group, let winner = winners[group], winner.lead.started > live.lead.started else { continue }
+            candidates += live.superseded(from: winner.lead.started)
+        }
         return candidates
     }
 
@@ -50,6 +56,20 @@ enum SubscriptionRules {
 
         /// Within one group, the chain that ends last wins; ties go as for any two claims.
         func outranks(_ other: Current) -> Bool { lead.outranks(other.lead) }
+
+        /// The claims once another chain of the group took over at `end`: inactive (`expired`) from then.
+        func superseded(from end: Date) -> [EntitlementCandidate] {
+            candidates.map { candidate in
+                var claim = candidate
+                var source = claim.entitlement.source
+                if case .appStore(var purchase) = source {
+                    purchase.inGracePeriod = false
+                    source = .appStore(purchase)
+                }
+                claim.entitlement = Entitlement(expiresAt: end, inactiveReason: .expired, source: source)
+                return claim
+            }
+        }
     }
 
     /// A transaction of the chain that no longer decides anything, and why.

@@ -318,9 +318,13 @@ extension JSONValue {
         let shared = subscription("4001", original: "4000", product: ID.pro, purchased: "2026-02-05T00:00:00Z",
                                   expires: "2026-03-05T00:00:00Z", ownership: .familyShared)
         let ownLasts = try evaluate([own, shared], at: "2026-02-20T00:00:00Z")
+        // The shared subscription, bought first, had `pro` until the user's own purchase took the group over.
         #expect(ownLasts.entitlements == [
             "premium": store(ID.monthly, original: "3000", expires: "2026-03-10T00:00:00Z"),
+            "pro": store(ID.pro, original: "4000", expires: "2026-02-10T00:00:00Z", inactive: .expired, ownership: .familyShared),
         ])
+        let before = try evaluate([own, shared], at: "2026-02-07T00:00:00Z")
+        #expect(before.entitlements["pro"]?.active == true && before.entitlements["premium"]?.active == true)
 
         var longerShared = shared
         longerShared.transaction.expiresDate = utc("2026-03-15T00:00:00Z")
@@ -337,7 +341,11 @@ extension JSONValue {
         let own = subscription("3001", original: "3000", product: ID.basic, purchased: "2026-02-10T00:00:00Z",
                                expires: "2026-03-10T00:00:00Z")
         let report = try evaluate([shared, own], at: "2026-02-20T00:00:00Z")
-        #expect(report.entitlements == ["basic": store(ID.basic, original: "3000", expires: "2026-03-10T00:00:00Z")])
+        #expect(report.entitlements == [
+            "basic": store(ID.basic, original: "3000", expires: "2026-03-10T00:00:00Z"),
+            "premium": store(ID.pro, original: "4000", expires: "2026-02-10T00:00:00Z", inactive: .expired, ownership: .familyShared),
+            "pro": store(ID.pro, original: "4000", expires: "2026-02-10T00:00:00Z", inactive: .expired, ownership: .familyShared),
+        ])
     }
 
     @Test func aGroupTieBetweenEqualPurchasesGoesToTheEarlierOne() throws {
@@ -346,6 +354,7 @@ extension JSONValue {
         let second = subscription("4001", original: "4000", product: ID.pro, purchased: "2026-02-10T00:00:00Z",
                                   expires: "2026-03-10T00:00:00Z")
         let report = try evaluate([second, first], at: "2026-02-20T00:00:00Z")
+        // The second, bought while the first held the group, never gave access: not listed.
         #expect(report.entitlements == ["basic": store(ID.basic, original: "3000", expires: "2026-03-10T00:00:00Z")])
     }
 
