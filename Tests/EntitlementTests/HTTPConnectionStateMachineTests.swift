@@ -265,6 +265,43 @@ import Testing
         #expect(machine.writeCompleted() == [.shutdownAndLinger, .armTimer(.linger)])
     }
 
+    /// A request half received when the server shuts down is read to its end under one fixed deadline (its body's
+    /// pieces no longer extend it), answered as the connection's last, and nothing after it is taken.
+    @Test func shutdownReadsAHalfReceivedRequestToItsEnd() {
+        var machine = machine()
+        _ = machine.connected()
+        let head = head(length: 6)
+        _ = machine.messageBegin()
+        _ = machine.receivedHead(head)
+        _ = machine.receivedBody(Array("abc".utf8))
+        #expect(machine.shutdownRequested() == [.armTimer(.drain)])
+        #expect(machine.receivedBody(Array("def".utf8)) == [])
+        #expect(machine.receivedEnd() == [.stopReading, .startHandler(request(head, body: Array("abcdef".utf8)), context(head)), .cancelTimer])
+        #expect(machine.messageBegin() == [])
+        #expect(machine.handlerFinished(ok) == [.write(ok, context(head, keepAlive: false)), .armTimer(.idle)])
+        #expect(machine.writeCompleted() == [.shutdownAndLinger, .armTimer(.linger)])
+    }
+
+    /// Behind a running request, a half-received one keeps the connection alive for its answer; one that does not
+    /// arrive within the drain deadline is a 408, the last answer.
+    @Test func shutdownGivesAHalfReceivedRequestOneDeadline() {
+        var machine = machine()
+        _ = machine.connected()
+        let first = head("/1", id: "a")
+        _ = receive(&machine, first)
+        _ = machine.messageBegin()
+        #expect(machine.shutdownRequested() == [.armTimer(.drain)])
+        #expect(machine.handlerFinished(ok) == [.write(ok, context(first))])
+        #expect(machine.writeCompleted() == [])
+        let actions = machine.timerFired(requestID: "late")
+        guard case .reject(let problem, let context)? = actions.first(where: { if case .reject = $0 { true } else { false } }) else {
+            Issue.record("expected a rejection, got \(actions)")
+            return
+        }
+        #expect(problem.status == 408 && context.requestID == "late" && !context.keepAlive)
+        #expect(machine.writeCompleted() == [.shutdownAndLinger, .armTimer(.linger)])
+    }
+
     @Test func refusedConnectionAnswers503ThenLingers() {
         var machine = machine()
         let actions = machine.refused(requestID: "busy")

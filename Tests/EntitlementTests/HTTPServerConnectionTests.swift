@@ -186,6 +186,32 @@ import Testing
         await #expect(throws: RawHTTPClient.Failure.self) { try await offLoop { try RawHTTPClient(port: port) } }
     }
 
+    /// A request whose head and part of its body were in when the shutdown began is still read to its end and
+    /// answered (the connection's last answer); the server then finishes.
+    @Test func gracefulShutdownFinishesAHalfReceivedRequest() async throws {
+        let server = try await HTTPTestServer.start()
+        let port = server.port
+        let client = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf")
+            return client
+        }
+        // The server has the head and the first piece once it answers another request on a connection of its own.
+        _ = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/healthz"))
+        let shutdown = Task { await server.shutdown() }
+        while !(await Task { @Loop in server.server.isShuttingDown }.value) {
+            await Task.yield()
+        }
+        let response = try await offLoop { () -> RawHTTPClient.Response in
+            try client.send("-whole")
+            return try client.readResponse()
+        }
+        await shutdown.value
+        #expect(response.status == 200)
+        #expect(response.text == "half-whole")
+        #expect(response.headers["Connection"] == "close")
+    }
+
     @Test func aPortInUseIsRefusedAndTheFirstServerKeepsIt() async throws {
         let first = try await HTTPTestServer.start()
         let port = first.port

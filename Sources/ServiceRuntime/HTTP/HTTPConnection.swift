@@ -126,7 +126,7 @@ final class HTTPConnection: FinishBeforeWaiting {
             answerQueued()
         case .armTimer(let kind):
             let milliseconds = switch kind {
-            case .request, .body: configuration.headerTimeoutMs
+            case .request, .body, .drain: configuration.headerTimeoutMs
             case .idle: configuration.idleTimeoutMs
             case .linger: configuration.lingerTimeoutMs
             }

@@ -8,7 +8,9 @@
 ///
 /// Ending a connection: after `Connection: close`, a rejected request, a timeout or a graceful shutdown the
 /// machine stops reading, answers what it already holds, then shuts down its sending side and keeps
-/// discarding input for a while ("lingering close") so the peer reads the last answer instead of a reset.
+/// discarding input for a while ("lingering close") so the peer reads the last answer instead of a reset. A
+/// graceful shutdown that finds a request half received reads that one request to its end first (within one
+/// request timeout from the shutdown, else 408), and answers it as the connection's last.
 struct HTTPConnectionStateMachine {
     struct Configuration: Equatable {
         /// Largest accepted request body.
@@ -33,6 +35,9 @@ struct HTTPConnectionStateMachine {
         case body(until: UInt64)
         /// Keep-alive: nothing is happening; the client may send another request.
         case idle
+        /// The server shuts down: the request being received must arrive completely within the header timeout
+        /// of the shutdown, however its body keeps coming.
+        case drain
         /// The last answer is out; waiting for the peer to close.
         case linger
     }
@@ -86,6 +91,8 @@ struct HTTPConnectionStateMachine {
 
     private enum Lifecycle {
         case open
+        /// Shutting down: reading the one request being received to its end, then closing as `closing` does.
+        case draining
         /// Taking no new requests; closing once everything held is answered.
         case closing
         case lingering
@@ -132,7 +139,7 @@ struct HTTPConnectionStateMachine {
 
     /// The request's head is complete, at `now` (loop clock, ms): the body's clock starts.
     mutating func receivedHead(_ head: HTTPRequestHead, at now: UInt64, into actions: inout [Action]) {
-        guard lifecycle == .open, case .head = input else { return }
+        guard receiving, case .head = input else { return }
         if let length = head.contentLength, length > configuration.maxBodyBytes {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
             return
@@ -149,7 +156,7 @@ struct HTTPConnectionStateMachine {
 
     /// A piece of the body arrived.
     mutating func receivedBody(_ bytes: [UInt8], into actions: inout [Action]) {
-        guard lifecycle == .open, case .body(let head, var body, let since) = input else { return }
+        guard receiving, case .body(let head, var body, let since) = input else { return }
         input = .ignoring  // drop the enum's reference so the append below does not copy the body
         guard body.count + bytes.count <= configuration.maxBodyBytes else {
             reject(Self.bodyTooLarge(configuration.maxBodyBytes), Self.context(head), &actions)
@@ -157,17 +164,19 @@ struct HTTPConnectionStateMachine {
         }
         body.append(contentsOf: bytes)
         input = .body(head, body, since: since)
-        // Re-armed even when the rate's instant stays: each piece restarts the pause limit.
+        // Re-armed even when the rate's instant stays: each piece restarts the pause limit (not while draining,
+        // whose one deadline stands).
+        guard lifecycle == .open else { return }
         timer = .body(until: bodyDeadline(since: since, received: body.count))
         actions.append(.armTimer(timer!))
     }
 
     /// The request is complete.
     mutating func receivedEnd(into actions: inout [Action]) {
-        guard lifecycle == .open, case .body(let head, let body, _) = input else { return }
+        guard receiving, case .body(let head, let body, _) = input else { return }
         input = .idle
         queue.append(.request(HTTPRequest(head: head, body: body), Self.context(head)))
-        if !head.keepAlive {
+        if !head.keepAlive || lifecycle == .draining {
             beginClosing(&actions)
         }
         advance(&actions)
@@ -175,7 +184,7 @@ struct HTTPConnectionStateMachine {
 
     /// The input is not an acceptable request.
     mutating func parseFailed(_ failure: HTTPParseFailure, requestID: String, method: String?, into actions: inout [Action]) {
-        guard lifecycle == .open else { return }
+        guard receiving else { return }
         let version: HTTPVersion
         if case .body(let head, _, _) = input { version = head.version } else { version = .http1_1 }
         reject(failure.problem, ResponseContext(requestID: requestID, method: method ?? "-", version: version, keepAlive: false), &actions)
@@ -183,9 +192,9 @@ struct HTTPConnectionStateMachine {
 
     /// The handler of the running request answered.
     mutating func handlerFinished(_ response: HTTPResponse, into actions: inout [Action]) {
-        guard lifecycle == .open || lifecycle == .closing, var context = running else { return }
+        guard lifecycle == .open || lifecycle == .draining || lifecycle == .closing, var context = running else { return }
         running = nil
-        context.keepAlive = context.keepAlive && (lifecycle == .open || !queue.isEmpty)
+        context.keepAlive = context.keepAlive && (lifecycle == .open || lifecycle == .draining || !queue.isEmpty)
         writesInFlight += 1
         actions.append(.write(response, context))
         advance(&actions)
@@ -206,7 +215,7 @@ struct HTTPConnectionStateMachine {
         guard let kind = timer else { return }
         timer = nil
         switch kind {
-        case .request, .body:
+        case .request, .body, .drain:
             switch input {
             case .head, .body:
                 let context: ResponseContext
@@ -234,7 +243,7 @@ struct HTTPConnectionStateMachine {
             break
         case .lingering:
             closeNow(&actions)
-        case .open, .closing:
+        case .open, .draining, .closing:
             beginClosing(&actions)
             finishIfDone(&actions)
             updateTimer(&actions)
@@ -247,20 +256,29 @@ struct HTTPConnectionStateMachine {
         closeNow(&actions)
     }
 
-    /// The server shuts down: finish the requests already received, then close. A request still being
-    /// received is dropped; with nothing to answer the connection closes at once.
+    /// The server shuts down: finish the requests already received, and one still being received (within the
+    /// `drain` timer), then close; with nothing to answer the connection closes at once.
     mutating func shutdownRequested(into actions: inout [Action]) {
         guard lifecycle == .open else { return }
-        if queue.isEmpty && running == nil && writesInFlight == 0 {
-            closeNow(&actions)
-            return
+        switch input {
+        case .head, .body:
+            lifecycle = .draining
+            setReading(true, &actions)
+        default:
+            if queue.isEmpty && running == nil && writesInFlight == 0 {
+                closeNow(&actions)
+                return
+            }
+            beginClosing(&actions)
+            finishIfDone(&actions)
         }
-        beginClosing(&actions)
-        finishIfDone(&actions)
         updateTimer(&actions)
     }
 
     // MARK: - Internals
+
+    /// Whether the request being received is still taken: always while open, and the last one while draining.
+    private var receiving: Bool { lifecycle == .open || lifecycle == .draining }
 
     private static func context(_ head: HTTPRequestHead) -> ResponseContext {
         ResponseContext(requestID: head.request.requestID, method: head.request.method, version: head.version, keepAlive: head.keepAlive)
@@ -278,7 +296,7 @@ struct HTTPConnectionStateMachine {
     }
 
     private mutating func beginClosing(_ actions: inout [Action]) {
-        if lifecycle == .open { lifecycle = .closing }
+        if lifecycle == .open || lifecycle == .draining { lifecycle = .closing }
         input = .ignoring
         setReading(false, &actions)
     }
@@ -354,6 +372,8 @@ struct HTTPConnectionStateMachine {
             return
         case (.lingering, _):
             desired = .linger
+        case (.draining, .head), (.draining, .body):
+            desired = .drain
         case (_, .head):
             desired = .request
         case (_, .body(_, let body, let since)):
