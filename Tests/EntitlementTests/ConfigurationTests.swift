@@ -87,6 +87,7 @@ import X509
 
     @Test(arguments: [
         ("PORT", "eighty", "PORT"), ("PORT", "70000", "PORT"), ("DATABASE_POOL_SIZE", "0", "DATABASE_POOL_SIZE"),
+        ("LISTEN_ADDR", "not-an-addr", "LISTEN_ADDR"), ("LISTEN_ADDR", "localhost", "LISTEN_ADDR"),
         ("DATABASE_READ_POOL_SIZE", "0", "DATABASE_READ_POOL_SIZE"),
         ("RESTORE_POLICY", "share", "RESTORE_POLICY"), ("APPLE_TIMEOUT_MS", "-1", "APPLE_TIMEOUT_MS"),
         ("APPLE_VERIFY_URL_SANDBOX", "ftp://x", "APPLE_VERIFY_URL_SANDBOX"), ("RETRY_MAX_MS", "10", "RETRY_MAX_MS"),

@@ -59,6 +59,9 @@ struct Configuration: Sendable {
     init(environment: [String: String]) throws(ConfigurationError) {
         let reader = EnvironmentReader(environment: environment)
         listenAddress = reader.string("LISTEN_ADDR") ?? "127.0.0.1"
+        guard ListeningSocket.isAddressLiteral(listenAddress) else {
+            throw ConfigurationError(variable: "LISTEN_ADDR", problem: "must be an IPv4 or IPv6 address (such as 127.0.0.1, 0.0.0.0 or ::)")
+        }
         port = try reader.int("PORT", default: 8080, in: 0...65535)
         databaseURL = reader.string("DATABASE_URL")
         databasePoolSize = try reader.int("DATABASE_POOL_SIZE", default: 8, in: 1...500)

@@ -10,19 +10,27 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable {
 /// serve and hand the descriptor to copies of itself; libuv adopts it with `uv_tcp_open`. Without
 /// SO_REUSEPORT: a port in use fails with EADDRINUSE.
 public enum ListeningSocket {
+    /// Whether `host` is an IPv4 or IPv6 literal, as `bind(host:port:)` takes it.
+    public static func isAddressLiteral(_ host: String) -> Bool {
+        socketAddress(host: host, port: 0) != nil
+    }
+
+    /// The socket address of `host` (an IPv4 or IPv6 literal) and `port`, its length and family; nil for anything else.
+    private static func socketAddress(host: String, port: Int) -> (sockaddr_storage, socklen_t, Int32)? {
+        var address = sockaddr_storage()
+        if withUnsafeMutableBytes(of: &address, { uv_ip4_addr(host, Int32(port), $0.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)) }) == 0 {
+            return (address, socklen_t(MemoryLayout<sockaddr_in>.size), AF_INET)
+        }
+        if withUnsafeMutableBytes(of: &address, { uv_ip6_addr(host, Int32(port), $0.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)) }) == 0 {
+            return (address, socklen_t(MemoryLayout<sockaddr_in6>.size), AF_INET6)
+        }
+        return nil
+    }
+
     /// A bound, non-blocking TCP socket for `host` (an IPv4 or IPv6 literal) and `port` (0 picks a free one).
     public static func bind(host: String, port: Int) throws -> Int32 {
         guard (0...65535).contains(port) else { throw HTTPServerError(description: "port \(port) is out of range") }
-        var address = sockaddr_storage()
-        let length: socklen_t
-        let family: Int32
-        if withUnsafeMutableBytes(of: &address, { uv_ip4_addr(host, Int32(port), $0.baseAddress!.assumingMemoryBound(to: sockaddr_in.self)) }) == 0 {
-            family = AF_INET
-            length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        } else if withUnsafeMutableBytes(of: &address, { uv_ip6_addr(host, Int32(port), $0.baseAddress!.assumingMemoryBound(to: sockaddr_in6.self)) }) == 0 {
-            family = AF_INET6
-            length = socklen_t(MemoryLayout<sockaddr_in6>.size)
-        } else {
+        guard var (address, length, family) = socketAddress(host: host, port: port) else {
             throw HTTPServerError(description: "listen address \(host) is not an IPv4 or IPv6 literal")
         }
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
