@@ -171,9 +171,17 @@ public struct SignedDataVerifier: Sendable {
         case (.invalid, _), (.absent, .invalid):
             throw SignedDataError(.verificationFailure, "the payload's signing date is not a number of milliseconds")
         }
-        let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        let seconds = milliseconds >= 0 ? milliseconds / 1000 : -(-(milliseconds + 1) / 1000) - 1  // rounded down, never overflowing
+        // X.509 validity is written in years 0001–9999, and swift-certificates traps on an instant outside them: no
+        // certificate is valid there, so such a date fails as one outside every chain's validity would.
+        guard Self.certificateYears.contains(seconds) else {
+            throw SignedDataError(.verificationFailure, "the payload's signing date lies outside the years 0001–9999 certificates can be valid in")
+        }
         return Date(timeIntervalSince1970: Double(seconds))
     }
+
+    /// 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59Z in seconds since 1970.
+    private static let certificateYears: ClosedRange<Int64> = -62_135_596_800...253_402_300_799
 
     /// The leaf's key once x5c[0] and x5c[1] are validated up to a trusted root at `date` (or found so in the cache).
     private func chainKey(_ header: SignedJWS.Header, length: Int, at date: Date) async throws(SignedDataError) -> P256.Signing.PublicKey {

@@ -182,6 +182,10 @@ import X509
         #expect(await status(try chain.sign(SignedPayloads.transaction(["signedDate": 0]))) == .verificationFailure)
         #expect(await status(try chain.sign(SignedPayloads.transaction(["signedDate": ms(now) + 0.7297]))) == nil)
         #expect(await status(try chain.sign(SignedPayloads.transaction(["signedDate": "yesterday"]))) == .verificationFailure)
+        // Dates no certificate can be valid at (past 9999, before year 1) are refused, not handed to X.509 (which traps).
+        for milliseconds in [253_402_300_800_000, 253_402_300_799_000, -99_999_999_999_999_999, Int64.max, Int64.min] as [Int64] {
+            #expect(await status(try chain.sign(SignedPayloads.transaction(["signedDate": milliseconds]))) == .verificationFailure, "\(milliseconds)")
+        }
         // The intermediate's and the root's windows count as much as the leaf's.
         let oldIntermediate = try TestSigningChain(intermediateValidity: now.addingTimeInterval(-4 * 365 * day)...now.addingTimeInterval(-300 * day),
                                                    leafValidity: now.addingTimeInterval(-3 * 365 * day)...now.addingTimeInterval(365 * day))
