@@ -30,7 +30,7 @@ struct NotificationEventTests {
     /// Stores a notification the way the route does, due at once and left for the worker (as when the process that
     /// answered Apple died before applying it).
     private func leaveForTheWorker(_ service: ServiceHarness, _ type: String, uuid: String, transaction: SignedStoreKit.Transaction,
-                                   renewal: [String: Any]? = nil, storeKit: SignedStoreKit) async throws {
+                                   renewal: [String: Any]? = nil, storeKit: SignedStoreKit, lease: Duration = .zero) async throws {
         let stored = StoredNotification(
             uuid: uuid, version: 2, type: type, subtype: nil, signedDate: transaction.signed, environment: "Production",
             originalTransactionID: transaction.originalID ?? transaction.id, transactionID: transaction.id,
@@ -38,7 +38,7 @@ struct NotificationEventTests {
             renewalInfo: try renewal.map { try JSONSerialization.data(withJSONObject: $0) }, state: .received)
         let connection = try await PostgresConnection.connect(service.databaseURL)
         defer { connection.close() }
-        #expect(try await NotificationStore().insert(stored, lease: .zero, on: connection))
+        #expect(try await NotificationStore().insert(stored, lease: lease, on: connection))
     }
 
     @Test func aRenewalARefundAndARevokeAppliedByTheWorkerWriteOneEventOfTheirTypeForTheOwner() async throws {
@@ -153,6 +153,40 @@ struct NotificationEventTests {
             #expect(issue.body["product_id"] as? String == monthly && issue.body["original_transaction_id"] as? String == "bi-1")
             let shown = try #require(issue.entitlements["premium"] as? [String: Any])
             #expect(shown["active"] as? Bool == false && shown["in_billing_retry"] as? Bool == true)
+        }
+    }
+
+    /// Notifications stored by a process that died before applying them (their lease still runs, so the worker
+    /// leaves them): a later notification of the same purchase applies the earlier one first, in signed order, and
+    /// Apple's copy of one is applied at once.
+    @Test func aNotificationADeadProcessStoredIsNeitherOvertakenNorLeftWaiting() async throws {
+        try await ServiceHarness.runSigned { service, storeKit in
+            func coins(_ id: String) -> SignedStoreKit.Transaction {
+                SignedStoreKit.Transaction(id: id, productID: "com.example.coins.100", kind: .consumable,
+                                           purchased: now.addingTimeInterval(-3_600), signed: now.addingTimeInterval(-3_600))
+            }
+            let (first, second) = (coins("dead-c1"), coins("dead-c2"))
+            #expect(try await service.postSigned([try storeKit.sign(first), try storeKit.sign(second)], for: "dead-user").status == 200)
+            let ledger = { (id: String) in try await service.sql("SELECT kind FROM consumable_ledger WHERE transaction_id = '\(id)' ORDER BY entry_id").map { try $0.string("kind") } }
+
+            // The refund's reversal, signed after the refund the dead process left, comes: both apply, in order.
+            try await leaveForTheWorker(service, "REFUND", uuid: "dead-refund-1", transaction: revoked(first, secondsAgo: 300), storeKit: storeKit,
+                                        lease: .seconds(120))
+            var reversed = first
+            reversed.signed = now.addingTimeInterval(-200)
+            #expect(try await service.notify(try storeKit.notification("REFUND_REVERSED", signed: now.addingTimeInterval(-200),
+                                                                       transaction: try storeKit.sign(reversed))).status == 200)
+            #expect(try await service.notificationState("dead-refund-1")?.state == "applied")
+            #expect(try await ledger("dead-c1") == ["credit", "refund", "refund_reversal"])
+
+            // Apple sends again the refund the dead process left: applied by this answer, not a minute later.
+            try await leaveForTheWorker(service, "REFUND", uuid: "dead-refund-2", transaction: revoked(second, secondsAgo: 300), storeKit: storeKit,
+                                        lease: .seconds(120))
+            #expect(try await service.notify(try storeKit.notification("REFUND", uuid: "dead-refund-2", signed: now.addingTimeInterval(-300),
+                                                                       transaction: try storeKit.sign(revoked(second, secondsAgo: 300)))).status == 200)
+            #expect(try await service.notificationState("dead-refund-2")?.state == "applied")
+            #expect(try await ledger("dead-c2") == ["credit", "refund"])
+            #expect(try await (service.entitlements("dead-user")["consumables"] as? [String: Any])?["coins"] as? Int == 100)
         }
     }
 

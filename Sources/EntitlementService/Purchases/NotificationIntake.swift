@@ -27,18 +27,19 @@ struct NotificationIntake {
     }
 
     /// Stores `notification` unless its uuid is stored already, then applies it when it is `received`:
-    /// `applied` or `parked`, or still `received` when applying failed (the worker applies it then). A
-    /// database failure to store it is thrown: nothing was stored.
+    /// `applied` or `parked`, or still `received` when applying failed (the worker applies it then). A copy of
+    /// one stored already that is still `received` (Apple sending again what a process that died before applying
+    /// it had stored) is applied now too, rather than left to the worker's lease. A database failure to store it
+    /// is thrown: nothing was stored.
     func take(_ notification: StoredNotification) async throws -> Outcome {
         let stored = try await store.insert(notification, lease: lease, on: db)
-        guard stored else { return Outcome(stored: false, state: notification.state) }
-        guard notification.state == .received else { return Outcome(stored: true, state: notification.state) }
+        guard notification.state == .received else { return Outcome(stored: stored, state: notification.state) }
         do {
             let application = try await recorder.applyReceived(notification)
-            return Outcome(stored: true, state: application.map { $0.owner == nil ? .parked : .applied } ?? .applied)
+            return Outcome(stored: stored, state: application.map { $0.owner == nil ? .parked : .applied } ?? .applied)
         } catch {
             Log.warning("app_store_notification_apply_deferred", ["notification_uuid": notification.uuid, "error": String(describing: error)])
-            return Outcome(stored: true, state: .received)
+            return Outcome(stored: stored, state: .received)
         }
     }
 

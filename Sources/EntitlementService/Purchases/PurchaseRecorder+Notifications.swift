@@ -58,20 +58,37 @@ extension PurchaseRecorder {
     /// Applies a stored notification that is still `received`, in a transaction of its own holding the locks of
     /// its purchases: recorded for the owner of each purchase (a user whose token a transaction carries, else the
     /// recorded owner), then marked `applied` with the owner of its purchase, or `parked` when that purchase has
-    /// none; the webhook events of the users it changed are written in the same transaction. Returns that owner
-    /// (nil: parked), or nil without change when another caller applied it first.
+    /// none; the webhook events of the users it changed are written in the same transaction. Notifications of the
+    /// same purchase signed before it and still `received` (their first taker died before applying them, or the
+    /// worker has not come to them) are applied first, oldest first, so none is overtaken by a later one. Returns
+    /// the owner (nil: parked), or nil without change when another caller applied it first.
     func applyReceived(_ notification: StoredNotification) async throws -> NotificationApplication? {
         let facts = try NotificationFacts(notification)
         let purchases = facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }
         return try await db.transaction { connection in
             try await owners.lockPurchases(purchases, on: connection)
             guard try await notifications.lockReceived(notification.uuid, on: connection) != nil else { return nil }
+            // Only those about no purchase beyond the ones locked (a V1 notification may speak of several).
+            let earlier = try await notifications.lockEarlierReceived(than: notification.uuid, on: connection)
+                .map { ($0, try NotificationFacts($0)) }
+                .filter { Set($0.1.purchaseIDs).isSubset(of: purchases) }
+            let all = earlier + [(notification, facts)]
             let watch = try await events.watch(
-                try await usersConcerned(purchases: purchases, tokens: facts.transactions.compactMap(\.accountToken), poster: nil,
+                try await usersConcerned(purchases: purchases, tokens: all.flatMap { $0.1.transactions.compactMap(\.accountToken) }, poster: nil,
                                          on: connection),
                 now: Date(), on: connection)
-            let (owner, effects) = try await apply(notification, facts, catalog: watch.catalog, on: connection)
+            var effects = RecordingEffects(transactions: [])
+            var owner: String?
+            for (stored, storedFacts) in all {
+                let applied = try await apply(stored, storedFacts, catalog: watch.catalog, on: connection)
+                owner = applied.owner
+                effects.add(applied.effects)
+            }
             try await finishEvents(watch, effects, report: notification, on: connection)
+            if !earlier.isEmpty {
+                Log.info("app_store_notifications_applied_in_order", ["notification_uuid": notification.uuid,
+                                                                      "earlier": earlier.map(\.0.uuid).joined(separator: ",")])
+            }
             return NotificationApplication(owner: owner)
         }
     }

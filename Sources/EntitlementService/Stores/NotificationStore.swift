@@ -69,6 +69,19 @@ struct NotificationStore {
             """, [uuid]).rows.first.map(Self.stored)
     }
 
+    /// The notifications of `uuid`'s purchase that are still `received` and were signed before it (or at the same
+    /// instant and stored before it), oldest signed first, their rows locked until the caller's transaction ends.
+    func lockEarlierReceived(than uuid: String, on db: some PostgresQueryable) async throws -> [StoredNotification] {
+        try await db.query("""
+            SELECT \(Self.columns) FROM app_store_notifications
+             WHERE state = 'received'
+               AND original_transaction_id = (SELECT original_transaction_id FROM app_store_notifications WHERE notification_uuid = $1)
+               AND (signed_date, notification_id) < (SELECT signed_date, notification_id FROM app_store_notifications WHERE notification_uuid = $1)
+             ORDER BY signed_date, notification_id
+               FOR UPDATE
+            """, [uuid]).rows.map(Self.stored)
+    }
+
     /// The parked notifications of `originalTransactionID`, oldest signed first, their rows locked.
     func lockParked(of originalTransactionID: String, on db: some PostgresQueryable) async throws -> [StoredNotification] {
         try await db.query("""
