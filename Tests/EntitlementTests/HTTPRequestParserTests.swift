@@ -152,6 +152,28 @@ import Testing
         #expect(failure(parser().parse(Array(text.utf8)).events) == .conflictingFraming)
     }
 
+    /// What would let a proxy in front and this server frame a request differently is refused: a space before a
+    /// field's colon (RFC 9112 §5.1), codings other than chunked alone (501), Content-Length twice; and HTTP/2 on
+    /// an HTTP/1 connection (505).
+    @Test(arguments: [
+        ("POST / HTTP/1.1\r\nContent-Length : 3\r\n\r\nabc", HTTPParseFailure.malformed("invalid character in a header field name")),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", .malformed("invalid character in a header field name")),
+        ("GET / HTTP/1.1\r\nX Y: z\r\n\r\n", .malformed("invalid character in a header field name")),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", .unsupportedTransferCoding),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", .unsupportedTransferCoding),
+        ("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", .unsupportedTransferCoding),
+        ("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", .malformed("Content-Length given twice")),
+        ("GET / HTTP/2.0\r\n\r\n", .unsupportedVersion),
+    ])
+    func framingAProxyCouldReadOtherwiseIsRefused(text: String, expected: HTTPParseFailure) {
+        #expect(failure(parser().parse(Array(text.utf8)).events) == expected, "\(text)")
+    }
+
+    @Test func chunkedInAnyCaseIsTaken() {
+        let text = "POST / HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+        #expect(failure(parser().parse(Array(text.utf8)).events) == nil)
+    }
+
     @Test func malformedPercentEncodingInTheQuery() {
         let text = "GET /?a=%G1 HTTP/1.1\r\n\r\n"
         #expect(failure(parser().parse(Array(text.utf8)).events) == .malformed("invalid percent-encoding in the query"))

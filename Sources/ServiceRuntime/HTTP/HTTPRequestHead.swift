@@ -33,7 +33,11 @@ enum HTTPParseFailure: Sendable, Equatable {
     case tooManyHeaders
     /// Both `Content-Length` and `Transfer-Encoding` were sent (a request smuggling vector).
     case conflictingFraming
-    /// Anything else http-parser rejected; the text is its description of the error.
+    /// A `Transfer-Encoding` other than `chunked` alone: a coding the server does not implement.
+    case unsupportedTransferCoding
+    /// A major HTTP version other than 1.
+    case unsupportedVersion
+    /// Anything else http-parser or the head's own checks rejected; the text says what.
     case malformed(String)
 
     /// The problem answered to the client.
@@ -47,6 +51,10 @@ enum HTTPParseFailure: Sendable, Equatable {
             ProblemError(status: 431, detail: "The request has too many header fields.")
         case .conflictingFraming:
             ProblemError(status: 400, detail: "A request must not carry both Content-Length and Transfer-Encoding.")
+        case .unsupportedTransferCoding:
+            ProblemError(status: 501, detail: "The only Transfer-Encoding taken is chunked, given once.")
+        case .unsupportedVersion:
+            ProblemError(status: 505, detail: "Only HTTP/1.1 (and 1.0) is served.")
         case .malformed(let description):
             ProblemError(status: 400, detail: "The request is not valid HTTP/1.1: \(description).")
         }

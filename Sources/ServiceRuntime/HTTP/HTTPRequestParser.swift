@@ -64,7 +64,7 @@ final class HTTPRequestParser {
         if code == HPE_PAUSED {
             http_parser_pause(parser, 0)
         } else if code != HPE_OK || (parser.pointee.upgrade != 0 && !events.contains(.end)) {
-            fail(failure ?? Self.failure(for: code))
+            fail(failure ?? failure(for: code))
             return (bytes.count, events)
         }
         return (consumed, events)
@@ -76,10 +76,12 @@ final class HTTPRequestParser {
         events.append(.failure(failure, requestID: id, method: method))
     }
 
-    private static func failure(for code: http_errno) -> HTTPParseFailure {
+    private func failure(for code: http_errno) -> HTTPParseFailure {
         switch code {
         case HPE_HEADER_OVERFLOW: return .headersTooLarge
-        case HPE_UNEXPECTED_CONTENT_LENGTH, HPE_INVALID_TRANSFER_ENCODING: return .conflictingFraming
+        case HPE_UNEXPECTED_CONTENT_LENGTH:
+            return headers.contains("Transfer-Encoding") ? .conflictingFraming : .malformed("Content-Length given twice")
+        case HPE_INVALID_TRANSFER_ENCODING: return .unsupportedTransferCoding
         default: return .malformed(String(cString: http_errno_description(code)))
         }
     }
@@ -115,7 +117,7 @@ final class HTTPRequestParser {
 
     private func appendField(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         if inValue {
-            commitField()
+            guard commitField() else { return 1 }
         }
         guard countHeaderBytes(bytes.count, startsItem: field.isEmpty) else { return 1 }
         if headComplete {
@@ -148,12 +150,19 @@ final class HTTPRequestParser {
         return true
     }
 
-    private func commitField() {
+    /// Adds the field read to the head; false (with the failure set) when its name is not a token (a space
+    /// before the colon, say: RFC 9112 wants a 400, lest a proxy and this server frame the request differently).
+    @discardableResult
+    private func commitField() -> Bool {
         guard !headComplete else {
             field.removeAll(keepingCapacity: true)
             value.removeAll(keepingCapacity: true)
             inValue = false
-            return
+            return true
+        }
+        guard HTTPToken.isToken(field) else {
+            failure = .malformed("invalid character in a header field name")
+            return false
         }
         var end = value.count
         while end > 0, value[end - 1] == 0x20 || value[end - 1] == 0x09 { end -= 1 }
@@ -162,14 +171,27 @@ final class HTTPRequestParser {
         field.removeAll(keepingCapacity: true)
         value.removeAll(keepingCapacity: true)
         inValue = false
+        return true
     }
 
     private func headersComplete() -> Int32 {
-        if inValue || !field.isEmpty { commitField() }
+        if inValue || !field.isEmpty {
+            guard commitField() else { return -1 }
+        }
         headComplete = true
         requestID = RequestID.accept(headers["X-Request-Id"])
         if headers.contains("Content-Length") && headers.contains("Transfer-Encoding") {
             failure = .conflictingFraming
+            return -1
+        }
+        if parser.pointee.http_major != 1 {
+            failure = .unsupportedVersion
+            return -1
+        }
+        // http-parser takes any codings ending in chunked ("gzip, chunked") and chunked twice; only chunked, once, is decoded.
+        let codings = headers.values(for: "Transfer-Encoding")
+        if !codings.isEmpty, codings.count > 1 || codings[0].lowercased() != "chunked" {
+            failure = .unsupportedTransferCoding
             return -1
         }
         guard let target = splitTarget() else {

@@ -56,19 +56,7 @@ enum HTTPResponseSerializer {
         return length < 64 && framingLengths & (1 << length) != 0 && framingHeaders.contains { HTTPHeaders.sameName($0, name) }
     }
 
-    /// The bytes of an RFC 9110 token (a field name), all ASCII: one bit each, bytes 0–63 in the first word.
-    private static let tokenBytes: (low: UInt64, high: UInt64) = Array(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~".utf8
-    ).reduce(into: (low: 0, high: 0)) { words, byte in
-        if byte < 64 { words.low |= 1 << byte } else { words.high |= 1 << (byte - 64) }
-    }
-
-    private static func isToken(_ name: String) -> Bool {
-        let table = tokenBytes
-        return !name.isEmpty && name.utf8.allSatisfy { byte in
-            byte < 64 ? table.low & (1 << byte) != 0 : byte < 128 && table.high & (1 << (byte - 64)) != 0
-        }
-    }
+    private static func isToken(_ name: String) -> Bool { HTTPToken.isToken(name.utf8) }
 
     /// Replaces CR, LF and NUL so a value can never end the header line early.
     private static func sanitize(_ value: String) -> String {
