@@ -18,20 +18,17 @@ import Foundation
         #expect(keys.authenticate(authorization: header) == nil)
     }
 
-    @Test(arguments: ["BEARER app-key-one", "bEaReR \tapp-key-one \t", "Bearer   admin-key", "Bearer\tapp-key-one",
-                      "Bearer app-key-one\u{2003}", "Bearer \u{3000}app-key-two", "Bearer app-key-one\u{301}", "Bearer app key-one",
-                      "Bearer app-key-oné", "\u{2003}Bearer app-key-one"])
-    func asciiAndOtherValuesAreReadAlike(header: String) {
-        // Printable ASCII is read byte by byte, anything else by characters: both must agree with the
-        // character reading (scheme in any case, then whitespace around the key trimmed).
-        let scheme = "bearer "
-        var expected: Caller?
-        if header.count > scheme.count, header.prefix(scheme.count).lowercased() == scheme {
-            let key = header.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces)
-            expected = ["app-key-one": Caller(scope: .app, keyID: "app#1"), "app-key-two": Caller(scope: .app, keyID: "app#2"),
-                        "admin-key": Caller(scope: .admin, keyID: "admin#1")][key]
-        }
-        #expect(keys.authenticate(authorization: header) == expected)
+    @Test(arguments: ["BEARER app-key-one", "bEaReR \tapp-key-one \t", "Bearer   admin-key", "Bearer \t app-key-two"])
+    func theSchemeInAnyCaseAndSpacesOrTabsAroundTheKeyAreTaken(header: String) {
+        #expect(keys.authenticate(authorization: header) != nil, "\(header)")
+    }
+
+    /// Only HTTP's whitespace (space, tab) is trimmed: a key with any other byte around or inside it (Unicode
+    /// spaces, a combining mark) is not a configured key, byte for byte.
+    @Test(arguments: ["Bearer app-key-one\u{2003}", "Bearer \u{3000}app-key-two", "Bearer app-key-one\u{A0}", "Bearer app-key-one\u{301}",
+                      "Bearer app key-one", "Bearer app-key-oné", "\u{2003}Bearer app-key-one", "Bearer\u{A0}app-key-one"])
+    func anyOtherByteMakesAnotherKey(header: String) {
+        #expect(keys.authenticate(authorization: header) == nil, "\(header)")
     }
 
     @Test func theActorLogFieldNamesTheKeyID() {

@@ -55,7 +55,6 @@ struct APIKeys: Sendable {
             switch Self.bearerKey(in: bytes) {
             case .key(let range): return match(UnsafeBufferPointer(rebasing: bytes[range]))
             case .absent: return nil
-            case .unusual: return Self.generalBearerKey(authorization).flatMap { $0.withUnsafeBufferPointer(match) }
             }
         }
     }
@@ -75,16 +74,13 @@ struct APIKeys: Sendable {
         case key(Range<Int>)
         /// Not a bearer key.
         case absent
-        /// The value holds more than printable ASCII and tabs: `generalBearerKey` decides.
-        case unusual
     }
 
     private static let scheme: StaticString = "bearer "
 
-    /// The key of a header value of printable ASCII and tabs, read byte by byte as `generalBearerKey` reads
-    /// it by characters (in ASCII without CR the two agree).
+    /// The key of a header value, byte by byte: the scheme in any case, then the key with the spaces and tabs
+    /// around it (HTTP's whitespace, and no other) left out; any other byte belongs to the key, and no key has it.
     private static func bearerKey(in bytes: UnsafeBufferPointer<UInt8>) -> BearerKey {
-        for byte in bytes where byte != 0x09 && !(0x20...0x7E).contains(byte) { return .unusual }
         let scheme = UnsafeBufferPointer(start: Self.scheme.utf8Start, count: Self.scheme.utf8CodeUnitCount)
         guard bytes.count > scheme.count else { return .absent }
         for index in scheme.indices {
@@ -96,14 +92,6 @@ struct APIKeys: Sendable {
         while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
         while end > start && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
         return .key(start..<end)
-    }
-
-    /// The bytes of the key in `Bearer <key>` (the scheme in any case, whitespace around the key trimmed), or
-    /// nil when `authorization` is not such a value.
-    private static func generalBearerKey(_ authorization: String) -> [UInt8]? {
-        let scheme = "bearer "
-        guard authorization.count > scheme.count, authorization.prefix(scheme.count).lowercased() == scheme else { return nil }
-        return Array(authorization.dropFirst(scheme.count).trimmingCharacters(in: .whitespaces).utf8)
     }
 
     /// Compares two byte strings in time that depends only on their lengths, not on where they differ.
