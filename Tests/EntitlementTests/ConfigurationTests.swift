@@ -111,6 +111,18 @@ import X509
         }
     }
 
+    /// A URL may carry credentials (`user:password@`): a refused one is named, not repeated.
+    @Test(arguments: ["WEBHOOK_URL", "APPLE_VERIFY_URL_PRODUCTION", "APPLE_API_URL_SANDBOX"])
+    func urlErrorsNeverEchoTheURL(variable: String) {
+        do {
+            _ = try Configuration(environment: [variable: "ftp://user:UrlPassSecret@127.0.0.1/hook"])
+            Issue.record("an ftp URL was accepted")
+        } catch {
+            #expect(error.variable == variable)
+            #expect(!error.description.contains("UrlPassSecret"))
+        }
+    }
+
     @Test func keyErrorsNeverEchoTheKey() {
         do {
             _ = try Configuration(environment: ["ADMIN_API_KEYS": "good-key,bad key with spaces"])

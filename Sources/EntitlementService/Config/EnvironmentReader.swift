@@ -23,7 +23,8 @@ struct EnvironmentReader {
     func url(_ name: String, default fallback: String) throws(ConfigurationError) -> String {
         guard let raw = string(name) else { return fallback }
         guard raw.hasPrefix("http://") || raw.hasPrefix("https://") else {
-            throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL, got '\(raw)'")
+            // The value is not repeated: a URL may carry credentials.
+            throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL")
         }
         return raw
     }
