@@ -189,10 +189,12 @@ final class HTTPRequestParser {
             return -1
         }
         // http-parser takes any codings ending in chunked ("gzip, chunked") and chunked twice; only chunked, once, is decoded.
-        let codings = headers.values(for: "Transfer-Encoding")
-        if !codings.isEmpty, codings.count > 1 || codings[0].lowercased() != "chunked" {
-            failure = .unsupportedTransferCoding
-            return -1
+        if headers["Transfer-Encoding"] != nil {
+            let codings = headers.values(for: "Transfer-Encoding")
+            guard codings.count == 1, codings[0].lowercased() == "chunked" else {
+                failure = .unsupportedTransferCoding
+                return -1
+            }
         }
         guard let target = splitTarget() else {
             failure = .malformed("invalid request target")
