@@ -66,7 +66,8 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The body decoded as JSON.
     ///
-    /// Throws a 400 `ProblemError` when the body is empty, not UTF-8, not JSON, or does not fit `T`; the
+    /// Throws a 400 `ProblemError` when the body is empty, not UTF-8, not JSON, gives a name twice in one object,
+    /// or does not fit `T`; the
     /// detail and the `field` member name the offending field (`items[0].product_id`) when there is one.
     /// Dates are RFC 3339 strings, with or without fractional seconds.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T {
@@ -74,6 +75,9 @@ public struct HTTPRequest: Sendable, Equatable {
         guard !body.isEmpty else { throw ProblemError.badRequest("The request body is empty; a JSON document is expected.") }
         guard String(validating: body, as: UTF8.self) != nil else {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")
+        }
+        if let duplicate = JSONDuplicateNames.firstDuplicate(in: body) {
+            throw ProblemError.badRequest("The field '\(duplicate)' is given more than once.", field: duplicate)
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .rfc3339

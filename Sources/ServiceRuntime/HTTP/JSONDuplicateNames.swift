@@ -1,0 +1,123 @@
+/// Finds a name given twice in one JSON object of a request body. Parsers disagree on such a body (Foundation's
+/// keeps the first value, JavaScript's, Python's and Go's the last), so a gateway and this server could read
+/// different values from one request: it is refused instead, naming the field.
+///
+/// One pass over the bytes, no recursion; names are compared after their escapes are decoded (`"user\u005fid"`
+/// is `user_id`). It judges only names: a body that is not JSON is left to the decoder to refuse.
+enum JSONDuplicateNames {
+    private enum Frame {
+        /// An object: the names seen, the current member's name, and whether a name comes next.
+        case object(names: Set<String>, current: String?, expectsName: Bool)
+        /// An array and the index of its current element.
+        case array(index: Int)
+    }
+
+    /// The path of the first name repeated within one object (`items[0].product_id`), or nil.
+    static func firstDuplicate(in bytes: [UInt8]) -> String? {
+        var stack: [Frame] = []
+        var position = 0
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            switch byte {
+            case UInt8(ascii: "{"):
+                stack.append(.object(names: [], current: nil, expectsName: true))
+            case UInt8(ascii: "["):
+                stack.append(.array(index: 0))
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                guard stack.popLast() != nil else { return nil }
+            case UInt8(ascii: ","):
+                switch stack.last {
+                case .object(let names, let current, _): stack[stack.count - 1] = .object(names: names, current: current, expectsName: true)
+                case .array(let index): stack[stack.count - 1] = .array(index: index + 1)
+                case nil: return nil
+                }
+            case UInt8(ascii: "\""):
+                guard case .object(var names, _, true) = stack.last else {
+                    guard skipString(bytes, &position) else { return nil }  // a value: only its end matters
+                    continue
+                }
+                guard let string = readString(bytes, &position) else { return nil }
+                guard names.insert(string).inserted else {
+                    stack[stack.count - 1] = .object(names: names, current: string, expectsName: false)
+                    return path(stack)
+                }
+                stack[stack.count - 1] = .object(names: names, current: string, expectsName: false)
+            default:
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// The field path the frames describe: object members by name, array elements by index.
+    private static func path(_ stack: [Frame]) -> String {
+        var out = ""
+        for frame in stack {
+            switch frame {
+            case .object(_, let current?, _):
+                if !out.isEmpty { out += "." }
+                out += current
+            case .array(let index):
+                out += "[\(index)]"
+            case .object:
+                break
+            }
+        }
+        return out
+    }
+
+    /// Moves `position` past the closing quote of the string whose opening quote was just read; false when it
+    /// does not end.
+    private static func skipString(_ bytes: [UInt8], _ position: inout Int) -> Bool {
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += byte == UInt8(ascii: "\\") ? 2 : 1
+            if byte == UInt8(ascii: "\"") { return true }
+        }
+        return false
+    }
+
+    /// The string whose opening quote was just read, its escapes decoded, with `position` past its closing
+    /// quote; nil when it does not end or an escape is malformed.
+    private static func readString(_ bytes: [UInt8], _ position: inout Int) -> String? {
+        var decoded: [UInt8] = []
+        var pendingHighSurrogate: UInt32?
+        while position < bytes.count {
+            let byte = bytes[position]
+            position += 1
+            if byte == UInt8(ascii: "\"") { return String(decoding: decoded, as: UTF8.self) }
+            guard byte == UInt8(ascii: "\\") else {
+                decoded.append(byte)
+                continue
+            }
+            guard position < bytes.count else { return nil }
+            let escape = bytes[position]
+            position += 1
+            switch escape {
+            case UInt8(ascii: "u"):
+                guard position + 4 <= bytes.count, let unit = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16) else {
+                    return nil
+                }
+                position += 4
+                var scalar = unit
+                if (0xD800...0xDBFF).contains(unit) {
+                    pendingHighSurrogate = unit
+                    continue
+                }
+                if (0xDC00...0xDFFF).contains(unit), let high = pendingHighSurrogate {
+                    scalar = 0x10000 + ((high - 0xD800) << 10) + (unit - 0xDC00)
+                }
+                pendingHighSurrogate = nil
+                decoded.append(contentsOf: Array(String(Unicode.Scalar(scalar).map(Character.init) ?? "\u{FFFD}").utf8))
+            case UInt8(ascii: "b"): decoded.append(0x08)
+            case UInt8(ascii: "f"): decoded.append(0x0C)
+            case UInt8(ascii: "n"): decoded.append(0x0A)
+            case UInt8(ascii: "r"): decoded.append(0x0D)
+            case UInt8(ascii: "t"): decoded.append(0x09)
+            default: decoded.append(escape)  // \" \\ \/
+            }
+        }
+        return nil
+    }
+}
