@@ -45,8 +45,8 @@ public struct OwnedTransaction: Sendable, Hashable {
 /// - **Subscription groups.** One group (the catalog's `subscription_group`, else the transaction's
 ///   `subscriptionGroupIdentifier`) never yields two active products: among chains active in a group, the one
 ///   whose access ends last wins (ties: purchased over family-shared, earlier purchase, smaller transaction
-///   id); the others grant nothing at `at`. One bought before the winner had access until the winner's purchase,
-///   and stays listed as `expired` from then; one bought after it never had any, and is not listed.
+///   id); the others grant nothing at `at` and stay listed as `expired` from when the winner took over (the
+///   winner's purchase, or their own when bought while the winner already held the group).
 /// - **Non-renewing subscriptions.** Per entitlement, the purchases that grant it are taken in purchase order;
 ///   each lasts its product's `duration`, starting at the later of its purchase and the end of the previous
 ///   ones (stacking). Refunded ones are left out of the stack (and shown `refunded` or `revoked` if nothing else

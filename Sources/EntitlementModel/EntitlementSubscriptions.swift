@@ -37,11 +37,11 @@ enum SubscriptionRules {
             winners[group] = live
         }
         for winner in winners.values { candidates += winner.candidates }
-        // A chain that lost its group to one bought after it had access until then: listed as expired from the
-        // winner's purchase (one bought after the winner never had any, and is not listed).
+        // A chain that lost its group stays listed, expired from when the winner took over: the winner's purchase,
+        // or its own when it was bought while the winner already held the group.
         for live in current {
-            guard let group = live.group, let winner = winners[group], winner.lead.started > live.lead.started else { continue }
-            candidates += live.superseded(from: winner.lead.started)
+            guard let group = live.group, let winner = winners[group], winner.lead.identity != live.lead.identity else { continue }
+            candidates += live.superseded(from: max(winner.lead.started, live.lead.started))
         }
         return candidates
     }

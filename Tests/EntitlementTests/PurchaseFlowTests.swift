@@ -181,6 +181,30 @@ struct PurchaseFlowTests {
             #expect(try answer.json()["original_transaction_id"] as? String == "kp-1")
             #expect(try await service.entitlements("keeper").entitlement("pro")?["active"] as? Bool == true)
             #expect(try await service.entitlements("intruder").entitlement("pro") == nil)
+
+            // A consumable belongs to its first poster as much: refused too, its credit left where it was made.
+            let coins = receipt { $0.addPurchase("com.example.coins.100", transactionID: "kp-c1", purchased: now) }
+            #expect(try await service.post(coins, for: "keeper").status == 200)
+            let coinAnswer = try await service.post(coins, for: "intruder")
+            #expect(coinAnswer.status == 409)
+            #expect(try coinAnswer.json()["original_transaction_id"] as? String == "kp-c1")
+            #expect((try await service.entitlements("keeper")["consumables"] as? [String: Any])?["coins"] as? Int == 100)
+            #expect((try await service.entitlements("intruder")["consumables"] as? [String: Any])?.isEmpty == true)
+        }
+    }
+
+    /// Under `transfer` a consumable another user posted is not moved: its credit stays where it was made (it
+    /// may be spent), and the answer names no previous owner.
+    @Test func aConsumableCreditStaysWithItsFirstPosterUnderTransfer() async throws {
+        try await ServiceHarness.run(["RESTORE_POLICY": "transfer"]) { service in
+            let coins = receipt { $0.addPurchase("com.example.coins.100", transactionID: "tc-1", purchased: now) }
+            #expect(try await service.post(coins, for: "first-owner").status == 200)
+            let answer = try await service.post(coins, for: "second-owner")
+            #expect(answer.status == 200)
+            #expect(try answer.json()["transferred_from"] == nil)
+            #expect((try await service.entitlements("first-owner")["consumables"] as? [String: Any])?["coins"] as? Int == 100)
+            #expect((try await service.entitlements("second-owner")["consumables"] as? [String: Any])?.isEmpty == true)
+            #expect(try await service.sql("SELECT 1 FROM audit_events WHERE action = 'ownership.transfer'").isEmpty)
         }
     }
 

@@ -202,13 +202,15 @@ struct PurchaseRecorder {
 
         var transfers: [(from: String, to: String)] = []
         for (id, owner) in current.sorted(by: { $0.key < $1.key }) {
-            guard let purchase = purchases[id], !purchase.consumable else { continue }  // credits stay where they were made
+            guard let purchase = purchases[id] else { continue }
             switch OwnershipRules.decide(currentOwner: owner, poster: context.poster, orderUser: purchase.orderUser,
                                          transferOnRestore: restorePolicy == .transfer) {
             case .claim, .unchanged:
                 continue
             case .conflict(let owner, _):
                 throw OwnershipConflict(originalTransactionID: id, owner: owner)
+            case .transfer where purchase.consumable:
+                continue  // a credit stays where it was made (it may be spent): the consumable is not moved
             case .transfer(let from, let to):
                 try await owners.transfer(id, to: to, on: connection)
                 try await AuditStore().record(actor: context.actor, action: .ownershipTransfer, subject: id, userID: to,
