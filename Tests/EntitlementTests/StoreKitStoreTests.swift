@@ -63,8 +63,8 @@ struct StoreKitStoreTests {
             try await store.settle("n-3", owner: "u", on: pool)
             let parked = try await pool.transaction { connection in try await store.lockParked(of: "p-1", on: connection).map(\.uuid) }
             #expect(parked == ["n-1", "n-2"])
-            #expect(try await pool.transaction { try await store.lockReceived("n-3", on: $0) } == nil)
-            #expect(try await pool.transaction { try await store.lockReceived("n-4", on: $0) }?.uuid == "n-4")
+            #expect(try await pool.transaction { try await store.lockReceived(upTo: "n-3", on: $0) }.isEmpty)
+            #expect(try await pool.transaction { try await store.lockReceived(upTo: "n-4", on: $0) }.last?.uuid == "n-4")
 
             try await store.retryLater("n-4", delay: .seconds(60), error: "boom", on: pool)
             let row = try await pool.query("SELECT last_error, next_attempt_at > now() + interval '50 seconds' AS later FROM app_store_notifications WHERE notification_uuid = 'n-4'", []).single()

@@ -67,9 +67,10 @@ extension PurchaseRecorder {
         let purchases = facts.purchaseIDs + [notification.originalTransactionID].compactMap { $0 }
         return try await db.transaction { connection in
             try await owners.lockPurchases(purchases, on: connection)
-            guard try await notifications.lockReceived(notification.uuid, on: connection) != nil else { return nil }
-            // Only those about no purchase beyond the ones locked (a V1 notification may speak of several).
-            let earlier = try await notifications.lockEarlierReceived(than: notification.uuid, on: connection)
+            let waiting = try await notifications.lockReceived(upTo: notification.uuid, on: connection)
+            guard !waiting.isEmpty else { return nil }
+            // The earlier ones about no purchase beyond those locked (a V1 notification may speak of several).
+            let earlier = try waiting.dropLast()
                 .map { ($0, try NotificationFacts($0)) }
                 .filter { Set($0.1.purchaseIDs).isSubset(of: purchases) }
             let all = earlier + [(notification, facts)]

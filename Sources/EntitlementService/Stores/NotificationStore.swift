@@ -62,24 +62,20 @@ struct NotificationStore {
                   notification.renewalInfo.map(PostgresJSON.init), notification.state.rawValue, lease]).rows.isEmpty)
     }
 
-    /// The notification `uuid` while it is still `received`, its row locked until the caller's transaction ends.
-    func lockReceived(_ uuid: String, on db: some PostgresQueryable) async throws -> StoredNotification? {
-        try await db.query("""
-            SELECT \(Self.columns) FROM app_store_notifications WHERE notification_uuid = $1 AND state = 'received' FOR UPDATE
-            """, [uuid]).rows.first.map(Self.stored)
-    }
-
-    /// The notifications of `uuid`'s purchase that are still `received` and were signed before it (or at the same
-    /// instant and stored before it), oldest signed first, their rows locked until the caller's transaction ends.
-    func lockEarlierReceived(than uuid: String, on db: some PostgresQueryable) async throws -> [StoredNotification] {
-        try await db.query("""
+    /// The notification `uuid` while it is still `received`, last, after the notifications of its purchase that are
+    /// still `received` and were signed before it (or at the same instant and stored before it), oldest signed
+    /// first; every row locked until the caller's transaction ends. Empty when `uuid` is no longer `received`.
+    func lockReceived(upTo uuid: String, on db: some PostgresQueryable) async throws -> [StoredNotification] {
+        let rows = try await db.query("""
             SELECT \(Self.columns) FROM app_store_notifications
              WHERE state = 'received'
-               AND original_transaction_id = (SELECT original_transaction_id FROM app_store_notifications WHERE notification_uuid = $1)
-               AND (signed_date, notification_id) < (SELECT signed_date, notification_id FROM app_store_notifications WHERE notification_uuid = $1)
+               AND (notification_uuid = $1
+                    OR original_transaction_id = (SELECT original_transaction_id FROM app_store_notifications WHERE notification_uuid = $1)
+                       AND (signed_date, notification_id) < (SELECT signed_date, notification_id FROM app_store_notifications WHERE notification_uuid = $1))
              ORDER BY signed_date, notification_id
                FOR UPDATE
             """, [uuid]).rows.map(Self.stored)
+        return rows.last?.uuid == uuid ? rows : []
     }
 
     /// The parked notifications of `originalTransactionID`, oldest signed first, their rows locked.
