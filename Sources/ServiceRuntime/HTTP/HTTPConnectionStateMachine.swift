@@ -192,9 +192,9 @@ struct HTTPConnectionStateMachine {
 
     /// The handler of the running request answered.
     mutating func handlerFinished(_ response: HTTPResponse, into actions: inout [Action]) {
-        guard lifecycle == .open || lifecycle == .draining || lifecycle == .closing, var context = running else { return }
+        guard receiving || lifecycle == .closing, var context = running else { return }
         running = nil
-        context.keepAlive = context.keepAlive && (lifecycle == .open || lifecycle == .draining || !queue.isEmpty)
+        context.keepAlive = context.keepAlive && (receiving || !queue.isEmpty)
         writesInFlight += 1
         actions.append(.write(response, context))
         advance(&actions)
@@ -296,7 +296,7 @@ struct HTTPConnectionStateMachine {
     }
 
     private mutating func beginClosing(_ actions: inout [Action]) {
-        if lifecycle == .open || lifecycle == .draining { lifecycle = .closing }
+        if receiving { lifecycle = .closing }
         input = .ignoring
         setReading(false, &actions)
     }

@@ -152,7 +152,6 @@ final class HTTPRequestParser {
 
     /// Adds the field read to the head; false (with the failure set) when its name is not a token (a space
     /// before the colon, say: RFC 9112 wants a 400, lest a proxy and this server frame the request differently).
-    @discardableResult
     private func commitField() -> Bool {
         guard !headComplete else {
             field.removeAll(keepingCapacity: true)
