@@ -5,11 +5,26 @@
 /// One pass over the bytes, no recursion; names are compared after their escapes are decoded (`"user\u005fid"`
 /// is `user_id`). It judges only names: a body that is not JSON is left to the decoder to refuse.
 enum JSONDuplicateNames {
-    private enum Frame {
-        /// An object: the names seen, the current member's name, and whether a name comes next.
-        case object(names: Set<String>, current: String?, expectsName: Bool)
-        /// An array and the index of its current element.
-        case array(index: Int)
+    /// An open object (its names seen, the current member's, whether a name comes next) or array (the index of
+    /// its current element); changed in place, so a large object costs no copies of its names.
+    private struct Frame {
+        var names: Set<String>?
+        var current: String?
+        var expectsName = false
+        var index = 0
+
+        var codingKey: Key? {
+            if names == nil { return Key(intValue: index) }
+            return current.map(Key.init(stringValue:))
+        }
+    }
+
+    /// A step of a field path, for ``HTTPRequest/fieldPath(_:)``.
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int?
+        init(stringValue: String) { self.stringValue = stringValue }
+        init(intValue: Int) { (stringValue, self.intValue) = (String(intValue), intValue) }
     }
 
     /// The path of the first name repeated within one object (`items[0].product_id`), or nil.
@@ -21,50 +36,30 @@ enum JSONDuplicateNames {
             position += 1
             switch byte {
             case UInt8(ascii: "{"):
-                stack.append(.object(names: [], current: nil, expectsName: true))
+                stack.append(Frame(names: [], expectsName: true))
             case UInt8(ascii: "["):
-                stack.append(.array(index: 0))
+                stack.append(Frame())
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
                 guard stack.popLast() != nil else { return nil }
             case UInt8(ascii: ","):
-                switch stack.last {
-                case .object(let names, let current, _): stack[stack.count - 1] = .object(names: names, current: current, expectsName: true)
-                case .array(let index): stack[stack.count - 1] = .array(index: index + 1)
-                case nil: return nil
-                }
+                guard !stack.isEmpty else { return nil }
+                if stack[stack.count - 1].names == nil { stack[stack.count - 1].index += 1 } else { stack[stack.count - 1].expectsName = true }
             case UInt8(ascii: "\""):
-                guard case .object(var names, _, true) = stack.last else {
+                guard let top = stack.indices.last, stack[top].names != nil, stack[top].expectsName else {
                     guard skipString(bytes, &position) else { return nil }  // a value: only its end matters
                     continue
                 }
-                guard let string = readString(bytes, &position) else { return nil }
-                guard names.insert(string).inserted else {
-                    stack[stack.count - 1] = .object(names: names, current: string, expectsName: false)
-                    return path(stack)
+                guard let name = readString(bytes, &position) else { return nil }
+                stack[top].current = name
+                stack[top].expectsName = false
+                guard stack[top].names!.insert(name).inserted else {
+                    return HTTPRequest.fieldPath(stack.compactMap(\.codingKey))
                 }
-                stack[stack.count - 1] = .object(names: names, current: string, expectsName: false)
             default:
                 continue
             }
         }
         return nil
-    }
-
-    /// The field path the frames describe: object members by name, array elements by index.
-    private static func path(_ stack: [Frame]) -> String {
-        var out = ""
-        for frame in stack {
-            switch frame {
-            case .object(_, let current?, _):
-                if !out.isEmpty { out += "." }
-                out += current
-            case .array(let index):
-                out += "[\(index)]"
-            case .object:
-                break
-            }
-        }
-        return out
     }
 
     /// Moves `position` past the closing quote of the string whose opening quote was just read; false when it
