@@ -7,6 +7,8 @@
 #include <netinet/tcp.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /// libuv handles all start with the same fields; these casts let Swift pass a concrete handle where
 /// libuv wants the generic one without spelling out unsafe pointer rebinding at every call.
@@ -27,5 +29,22 @@ static inline int cuv_set_parent_death_signal(int signal) {
 /// `prefetcht0`, one per 64-byte line): memory about to be read is fetched while other work goes on.
 static inline void cuv_prefetch(const void *p, long count) {
     for (long offset = 0; offset < count; offset += 64) __builtin_prefetch((const char *)p + offset, 0, 3);
+}
+
+/// A new anonymous memory file (Linux `memfd_create`, close-on-exec), for memory that processes started by
+/// this one share through an inherited descriptor; -1 with `errno` set on failure.
+static inline int cuv_memfd_create(const char *name) {
+    return (int)syscall(SYS_memfd_create, name, 1U /* MFD_CLOEXEC */);
+}
+
+/// Reads the 64-bit word at `p` atomically (acquire): what another process stored there, whole.
+static inline unsigned long long cuv_atomic_load(const unsigned long long *p) {
+    return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+/// Adds 1 to the 64-bit word at `p` atomically and returns the new value: concurrent increments, from any
+/// process mapping the word, each get their own value.
+static inline unsigned long long cuv_atomic_increment(unsigned long long *p) {
+    return __atomic_add_fetch(p, 1ULL, __ATOMIC_SEQ_CST);
 }
 #endif

@@ -87,6 +87,23 @@ extension AdminTests {
             }
         }
 
+        /// Grants are kept in whole seconds: those given in one second come back newest first all the same.
+        @Test @Loop func grantsGivenInOneSecondListNewestFirst() async throws {
+            try await AdminHarness.run { service in
+                var given: [String] = []
+                for index in 1...6 {
+                    let grant = try await Self.grant(service, user: "u1", ["entitlement": "e\(index)", "reason": "batch"])
+                    given.append(try #require(grant["grant_id"] as? String))
+                }
+                // Make the ties certain whatever second each was given in.
+                _ = try await service.sql("UPDATE grants SET created_at = '2026-03-01T00:00:00Z' WHERE user_id = 'u1'")
+                let view = try await service.call("GET", "/v1/admin/users/u1")
+                #expect(view.status == 200, "\(view)")
+                let listed = (view.object["grants"] as? [[String: Any]])?.compactMap { $0["grant_id"] as? String }
+                #expect(listed == given.reversed(), "\(view)")
+            }
+        }
+
         @Test @Loop func everyBadFieldIsNamed() async throws {
             try await AdminHarness.run { service in
                 let cases: [(String, String)] = [

@@ -70,10 +70,10 @@ import Testing
         let now = try #require(reports.asked.last?.to)
         #expect(now >= started && now <= Date())
 
-        // A `from` after the defaulted `to` is refused before the report is read.
+        // A `from` after the defaulted `to` is refused before the report is read, naming `from` (given), not `to`.
         let future = try await Self.report(server, "?from=9999-01-01T00:00:00Z")
         #expect(future.status == 400, "\(future.text)")
-        #expect(try future.json()["field"] as? String == "to")
+        #expect(try future.json()["field"] as? String == "from")
         #expect(reports.asked.count == 3)
         await server.shutdown()
     }

@@ -11,12 +11,12 @@ extension AdminTests {
     @Suite struct AdminReportTests {
         /// Inserts one verified transaction.
         @Loop static func insert(_ service: AdminHarness, _ id: String, product: String, environment: String, purchased: String,
-                                 quantity: Int = 1, refunded: Bool = false) async throws {
+                                 quantity: Int = 1, refunded: Bool = false, ownership: String = "purchased") async throws {
             _ = try await service.sql("""
                 INSERT INTO app_store_transactions (transaction_id, original_transaction_id, product_id, environment, purchase_date,
-                                                    quantity, cancellation_date)
-                VALUES ($1, $1, $2, $3, $4::timestamptz, $5, CASE WHEN $6 THEN $4::timestamptz + interval '1 day' END)
-                """, [id, product, environment, purchased, quantity, refunded])
+                                                    quantity, cancellation_date, ownership)
+                VALUES ($1, $1, $2, $3, $4::timestamptz, $5, CASE WHEN $6 THEN $4::timestamptz + interval '1 day' END, $7)
+                """, [id, product, environment, purchased, quantity, refunded, ownership])
         }
 
         @Test @Loop func purchasesAreGroupedByProductAndEnvironment() async throws {
@@ -29,6 +29,9 @@ extension AdminTests {
                 try await Self.insert(service, "5", product: "com.example.unknown", environment: "Production", purchased: "2026-03-05T00:00:00Z")
                 try await Self.insert(service, "6", product: monthly, environment: "Production", purchased: "2026-04-01T00:00:00Z")  // at `to`: out
                 try await Self.insert(service, "7", product: monthly, environment: "Production", purchased: "2026-02-28T23:59:59Z")  // before: out
+                // A family member's copy of a purchase is not a sale.
+                try await Self.insert(service, "8", product: monthly, environment: "Production", purchased: "2026-03-02T00:00:00Z",
+                                      ownership: "family_shared")
 
                 let reply = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z")
                 #expect(reply.status == 200, "\(reply)")
@@ -67,6 +70,8 @@ extension AdminTests {
                     ("from=2026-03-01T00:00:00Z&to=", "to"),
                     ("from=2026-04-01T00:00:00Z&to=2026-04-01T00:00:00Z", "to"),
                     ("from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z&environment=production", "environment"),
+                    // A name given twice is refused on every keyed route, not settled by the last value.
+                    ("environment=Sandbox&from=2026-03-01T00:00:00Z&environment=Production", "environment"),
                 ]
                 for (query, field) in cases {
                     let reply = try await service.call("GET", "/v1/admin/reports/purchases?\(query)")
@@ -96,7 +101,20 @@ extension AdminTests {
                 #expect(to.timeIntervalSince(from) == 30 * 86_400)
                 let future = try await service.call("GET", "/v1/admin/reports/purchases?from=9999-01-01T00:00:00Z")
                 #expect(future.status == 400, "\(future)")
-                #expect(future.field == "to", "\(future)")
+                #expect(future.field == "from", "\(future)")
+                let reversed = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-04-01T00:00:00Z&to=2026-03-01T00:00:00Z")
+                #expect(reversed.field == "to", "\(reversed)")
+
+                // Fractions of a second are dropped from both ends: the window used is the one written.
+                try await Self.insert(service, "f1", product: "com.example.premium.monthly", environment: "Production",
+                                      purchased: "2026-05-01T00:00:05.000Z")
+                try await Self.insert(service, "f2", product: "com.example.premium.monthly", environment: "Production",
+                                      purchased: "2026-05-01T00:00:06.200Z")
+                let fractional = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-05-01T00:00:05.400Z&to=2026-05-01T00:00:06.500Z")
+                #expect(fractional.status == 200, "\(fractional)")
+                #expect(fractional.object["from"] as? String == "2026-05-01T00:00:05Z")
+                #expect(fractional.object["to"] as? String == "2026-05-01T00:00:06Z")
+                #expect((fractional.object["rows"] as? [[String: Any]])?.first?["count"] as? Int == 1, "\(fractional)")
             }
         }
     }

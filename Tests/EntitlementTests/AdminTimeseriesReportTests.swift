@@ -10,12 +10,13 @@ extension AdminTests {
     @Suite struct AdminTimeseriesReportTests {
         /// Inserts one transaction that expires at `expires` (nil: never).
         @Loop static func insert(_ service: AdminHarness, _ id: String, original: String? = nil, product: String, environment: String,
-                                 purchased: String, expires: String? = nil, refunded: Bool = false) async throws {
+                                 purchased: String, expires: String? = nil, refunded: Bool = false,
+                                 ownership: String = "purchased") async throws {
             _ = try await service.sql("""
                 INSERT INTO app_store_transactions (transaction_id, original_transaction_id, product_id, environment, purchase_date,
-                                                    expires_date, cancellation_date)
-                VALUES ($1, $2, $3, $4, $5::timestamptz, $6::timestamptz, CASE WHEN $7 THEN $5::timestamptz + interval '1 hour' END)
-                """, [id, original ?? id, product, environment, purchased, expires, refunded])
+                                                    expires_date, cancellation_date, ownership)
+                VALUES ($1, $2, $3, $4, $5::timestamptz, $6::timestamptz, CASE WHEN $7 THEN $5::timestamptz + interval '1 hour' END, $8)
+                """, [id, original ?? id, product, environment, purchased, expires, refunded, ownership])
         }
 
         static let monthly = "com.example.premium.monthly", coins = "com.example.coins.100"
@@ -32,6 +33,9 @@ extension AdminTests {
                 try await Self.insert(service, "4", product: Self.monthly, environment: "Sandbox",
                                       purchased: "2026-03-02T00:00:00Z", expires: "2026-04-01T00:00:00Z")
                 try await Self.insert(service, "5", product: Self.coins, environment: "Production", purchased: "2026-03-02T23:59:59Z")
+                // A family member's copy of a subscription: neither a purchase nor a paying subscriber.
+                try await Self.insert(service, "6", product: Self.monthly, environment: "Production",
+                                      purchased: "2026-03-01T11:00:00Z", expires: "2026-03-31T11:00:00Z", ownership: "family_shared")
 
                 let reply = try await service.call("GET", "/v1/admin/reports/timeseries?from=2026-03-01T00:00:00Z&to=2026-03-04T00:00:00Z&environment=Production")
                 #expect(reply.status == 200, "\(reply)")

@@ -20,7 +20,7 @@ import Testing
             self.states = states
             self.notifications = notifications
             listener = PostgresListener(
-                PostgresListener.Settings(conninfo: url, channels: [EntitlementCache.changesChannel, EntitlementCache.syncChannel]),
+                EntitlementCache.listenerSettings(conninfo: url),
                 onNotification: { notification in
                     cache.received(notification)
                     notifications.record(notification)
@@ -94,6 +94,32 @@ import Testing
             #expect(!reader.cached(userID))
             await writer.listener.stop()
             await reader.listener.stop()
+        }
+    }
+
+    /// A listening connection that stalls without closing (its server process stopped: notifications held back,
+    /// nothing reported) stops the cache within its answer window, well inside the 1 s in which every instance
+    /// must see a change; once the connection answers again the cache serves again, from empty.
+    @Test @Loop func aStalledListenerStopsTheCacheWithinASecond() async throws {
+        try await TestDatabase.withMigratedDatabase { url, pool in
+            let instance = Instance(url: url, pool: pool)
+            try await instance.start()
+            instance.fill("a")
+            #expect(instance.cached("a"))
+            let backend = pid_t(try #require(instance.listener.backendPID))
+            try #require(kill(backend, SIGSTOP) == 0, "the test stops the listener's server process (errno \(errno))")
+            let stopped = ContinuousClock.now
+            var failure: (any Error)?
+            do { _ = try await instance.states.take(timeoutMs: 5_000, "not listening") { !$0 } } catch { failure = error }
+            let waited = stopped.duration(to: .now)
+            kill(backend, SIGCONT)
+            if let failure { throw failure }
+            #expect(waited < .milliseconds(1_000), "stopped serving after \(waited)")
+            #expect(!instance.cached("a") && !instance.cache.isServing)
+            _ = try await instance.states.take("listening again") { $0 }
+            instance.fill("a")
+            #expect(instance.cached("a"))
+            await instance.listener.stop()
         }
     }
 

@@ -241,6 +241,89 @@ import Timestamps
         #expect(db.tokens.count == 1, "a cache that is not serving sends nothing")
     }
 
+    // MARK: - Copies sharing an address (`WORKERS`)
+
+    /// The sync notification of `token`, as every copy's listener hears it.
+    @Loop static func sync(_ token: String) -> PostgresNotification {
+        PostgresNotification(channel: EntitlementCache.syncChannel, payload: token, senderPID: 1)
+    }
+
+    /// A write answered by one copy keeps the other from serving until that copy has heard the write's token,
+    /// so the client's next read, whichever copy takes it, sees the change.
+    @Test @Loop func aCopyServesNothingUntilItHearsTheTokenOfAWriteAnswered() async {
+        let writes = SharedCounter()
+        let writerDB = SyncDatabase(), readerDB = SyncDatabase()
+        let writer = EntitlementCache(capacity: 10, db: writerDB, writes: writes)
+        let reader = EntitlementCache(capacity: 10, db: readerDB, writes: writes)
+        writer.listenerChanged(listening: true)
+        reader.listenerChanged(listening: true)
+        Self.fill(reader, "u")
+        Self.fill(reader, "v")
+        var heldToken: String?
+        writerDB.onSend = { token in
+            heldToken = token
+            Task { @Loop in
+                writer.received(Self.changed("u"))
+                writer.received(Self.sync(token))
+            }
+        }
+        await writer.barrier()
+        #expect(writes.value == 1)
+        // The reader's listener has heard neither the change nor the token yet: nothing is served, not even "v".
+        #expect(reader.lookup("u", now: Self.now) == nil && reader.lookup("v", now: Self.now) == nil)
+        reader.received(Self.changed("u"))
+        reader.received(Self.sync(heldToken ?? ""))
+        #expect(reader.lookup("u", now: Self.now) == nil)
+        #expect(reader.lookup("v", now: Self.now) == Self.body(1))
+        #expect(readerDB.tokens.isEmpty, "the writer's token sufficed")
+
+        // Another group's token (another address, its own counter) with a higher count changes nothing here.
+        await writer.barrier()
+        let stranger = EntitlementCache(capacity: 10, db: SyncDatabase(), writes: SharedCounter()).nextToken(count: 99)
+        reader.received(Self.sync(stranger))
+        #expect(reader.lookup("v", now: Self.now) == nil)
+    }
+
+    /// When the token of a counted write never comes (its writer died first), a read that has found the cache
+    /// behind for longer than `catchUpAfter` starts a barrier of the copy's own, after which it serves again.
+    @Test @Loop func aCopyLeftBehindCatchesUpByItself() async throws {
+        let writes = SharedCounter()
+        let db = SyncDatabase()
+        let reader = EntitlementCache(capacity: 10, db: db, writes: writes)
+        reader.listenerChanged(listening: true)
+        db.onSend = { token in Task { @Loop in reader.received(Self.sync(token)) } }
+        Self.fill(reader, "v")
+        writes.increment()  // a copy counted a write and died before sending its token
+        #expect(reader.lookup("v", now: Self.now) == nil)
+        #expect(reader.lookup("v", now: Self.now.addingTimeInterval(EntitlementCache.catchUpAfter / 2)) == nil)
+        #expect(db.tokens.isEmpty, "not before catchUpAfter")
+        #expect(reader.lookup("v", now: Self.now.addingTimeInterval(EntitlementCache.catchUpAfter * 2)) == nil)
+        _ = await eventually(timeout: 5) { reader.lookup("v", now: Self.now) != nil }
+        #expect(db.tokens.count == 1)
+        #expect(reader.lookup("v", now: Self.now) == Self.body(1))
+    }
+
+    /// A cache that is not serving (its listener down) still sends the count of its writes to its copies.
+    @Test @Loop func aWriteOnACopyThatIsNotServingStillReachesTheOthers() async {
+        let writes = SharedCounter()
+        let db = SyncDatabase()
+        let silent = EntitlementCache(capacity: 10, db: db, writes: writes)
+        await silent.barrier()
+        #expect(writes.value == 1 && db.tokens.count == 1 && silent.syncs.count == 0)
+        #expect(db.tokens[0].hasSuffix("/1"))
+    }
+
+    /// The counter in memory shared through a descriptor: a second mapping (as a copy makes) sees the same id
+    /// and every increment.
+    @Test func aSharedCounterIsOneCounterInEveryMapping() throws {
+        let first = try SharedCounter.shared()
+        let descriptor = try #require(first.descriptor)
+        let second = try SharedCounter(inheriting: descriptor)
+        #expect(first.id == second.id && first.id != 0)
+        #expect(first.increment() == 1 && second.increment() == 2 && first.value == 2)
+        #expect(throws: SharedCounterError.self) { try SharedCounter(inheriting: 0) }
+    }
+
     // MARK: - Configuration and metrics
 
     @Test func theSizeComesFromTheEnvironment() throws {

@@ -34,6 +34,13 @@ import Testing
         #expect(PercentDecoding.decodeQuery("=v&a==b&&x&") == ["": "v", "a": "=b", "x": ""])
         #expect(PercentDecoding.decodeQuery("é=ü%C3%A9&at=2026-11-24T09:00:00+01:00") == ["é": "üé", "at": "2026-11-24T09:00:00+01:00"])
         #expect(PercentDecoding.decodeQuery("e\u{301}=1&👍🏽=2") == ["e\u{301}": "1", "👍🏽": "2"])
+        #expect(PercentDecoding.repeatedName(in: "") == nil)
+        #expect(PercentDecoding.repeatedName(in: "at=2026-11-24T09:00:00Z") == nil)
+        #expect(PercentDecoding.repeatedName(in: "a=1&&b=2&c") == nil)
+        #expect(PercentDecoding.repeatedName(in: "a=1&b=2&b=3&a=4") == "b")
+        #expect(PercentDecoding.repeatedName(in: "%61=1&a") == "a")
+        #expect(PercentDecoding.repeatedName(in: "a=x=y&a=%zz") == "a")
+        #expect(PercentDecoding.repeatedName(in: "%zz=1&b") == nil)
     }
 
     private struct Grant: Decodable {

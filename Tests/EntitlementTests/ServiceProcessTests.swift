@@ -150,6 +150,53 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// `WORKERS=2`: a write answered by one copy is read at once from the other copy's cache, whichever copy
+    /// the client's next request reaches (both listen on one address), in turn both ways, 600 times (without
+    /// the shared write count, about one round in 400 read stale).
+    @Test func aWriteAnsweredByOneCopyIsNeverReadStaleFromTheOther() async throws {
+        let setup = try await setUp()
+        let environment = setup.environment.merging(["WORKERS": "2", "ADMIN_API_KEYS": ServiceHarness.adminKey]) { $1 }
+        let service = try await offLoop { try ServiceProcess(environment: environment) }
+        let port = service.port
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 2 }
+        let pids = service.servingPIDs(port: port)
+        try #require(Set(pids).count == 2, "\(service.log)")
+        // One keep-alive connection held to each copy.
+        let clients = try await offLoop {
+            var byCopy: [Int32: RawHTTPClient] = [:]
+            for _ in 0..<400 where byCopy.count < 2 {
+                let client = try RawHTTPClient(port: port)
+                try client.send(RawHTTPClient.request("GET", "/healthz"))
+                guard try client.readResponse().status == 200, let owner = ServiceProcess.pid(serving: client, port: port, among: pids) else { continue }
+                if byCopy[owner] == nil { byCopy[owner] = client }
+            }
+            return Array(byCopy.values)
+        }
+        try #require(clients.count == 2, "\(service.log)")
+        let read = RawHTTPClient.request("GET", "/v1/users/copies-user/entitlements", headers: [("Authorization", "Bearer \(ServiceHarness.appKey)")])
+        let stale = try await offLoop {
+            var stale: [Int] = []
+            for round in 0..<600 {
+                let (writer, reader) = round.isMultiple(of: 2) ? (clients[0], clients[1]) : (clients[1], clients[0])
+                try reader.send(read)
+                #expect(try reader.readResponse().status == 200)  // fills the reader's cache
+                try writer.send(RawHTTPClient.request(
+                    "POST", "/v1/admin/users/copies-user/grants", headers: [("Authorization", "Bearer \(ServiceHarness.adminKey)")],
+                    body: #"{"entitlement": "e\#(round)", "reason": "copies"}"#))
+                let granted = try writer.readResponse()
+                try #require(granted.status == 201, "\(granted.text)")
+                try reader.send(read)
+                let after = try reader.readResponse()
+                if !after.text.contains("\"e\(round)\"") { stale.append(round) }
+            }
+            return stale
+        }
+        #expect(stale.isEmpty, "rounds read stale from the other copy: \(stale)")
+        service.signal(SIGTERM)
+        #expect(try await offLoop { service.waitForExit(timeout: 20) } == 0)
+        await setup.tearDown()
+    }
+
     /// `WORKERS=2` with `PORT=0`: the first process binds a free port once and its copy inherits the socket;
     /// both accept on it; a `serve` started by mistake on that port fails with one line; SIGTERM to the first
     /// process reaches the copy at once, not after the first has drained.

@@ -42,13 +42,18 @@ enum AdminInput {
         return (limit, cursor)
     }
 
-    /// The purchase report's window `[from, to)` from the optional query parameters `from` and `to`: `to`
-    /// defaults to `now` (floored to a whole second, as the report writes it), `from` to 30 days before `to`.
+    /// The purchase report's window `[from, to)` from the optional query parameters `from` and `to`, each floored to
+    /// a whole second (the window used is the one the report writes): `to` defaults to `now`, `from` to 30 days
+    /// before `to`. A `from` that is not before `to` is named: `to` when given, else `from`.
     static func reportWindow(_ request: HTTPRequest, now: Date) throws -> (from: Date, to: Date) {
-        let from = try request.query["from"].map { try instant($0, field: "from") }
-        let to = try request.query["to"].map { try instant($0, field: "to") } ?? GrantStore.wholeSecond(now)
+        let from = try request.query["from"].map { GrantStore.wholeSecond(try instant($0, field: "from")) }
+        let givenTo = try request.query["to"].map { GrantStore.wholeSecond(try instant($0, field: "to")) }
+        let to = givenTo ?? GrantStore.wholeSecond(now)
         let start = from ?? to.addingTimeInterval(-30 * 86_400)
-        guard start < to else { throw ProblemError.badRequest("'to' must be later than 'from'.", field: "to") }
+        guard start < to else {
+            guard givenTo != nil else { throw ProblemError.badRequest("'from' must be in the past ('to' is now).", field: "from") }
+            throw ProblemError.badRequest("'to' must be later than 'from'.", field: "to")
+        }
         return (start, to)
     }
 

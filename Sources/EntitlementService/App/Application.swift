@@ -31,8 +31,9 @@ final class Application {
     /// before the worker takes it (again).
     static let notificationLease = Duration.seconds(10)
 
-    /// Connects, migrates, imports the catalog and wires every route; nothing listens yet.
-    init(configuration: Configuration, migrationsDirectory: URL) async throws {
+    /// Connects, migrates, imports the catalog and wires every route; nothing listens yet. `writes` is the count
+    /// of answered writes shared with the `WORKERS` copies on the same socket (nil when serving alone).
+    init(configuration: Configuration, migrationsDirectory: URL, writes: SharedCounter? = nil) async throws {
         self.configuration = configuration
         guard let databaseURL = configuration.databaseURL else {
             throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
@@ -48,10 +49,12 @@ final class Application {
             let imported = try await CatalogEditor(db: pool, catalog: catalog).importFile(file)
             Log.info("catalog_imported", ["file": file, "products": imported.products, "stored": imported.stored])
         }
-        let cache = EntitlementCache(capacity: configuration.entitlementCacheSize, db: pool) { [catalog] in catalog.invalidate() }
+        let cache = EntitlementCache(capacity: configuration.entitlementCacheSize, db: pool, writes: writes) { [catalog] in
+            catalog.invalidate()
+        }
         self.cache = cache
         listener = PostgresListener(
-            PostgresListener.Settings(conninfo: databaseURL, channels: [EntitlementCache.changesChannel, EntitlementCache.syncChannel]),
+            EntitlementCache.listenerSettings(conninfo: databaseURL),
             onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             caBundlePath: configuration.appleCABundle, maxConnections: 256,
@@ -62,15 +65,15 @@ final class Application {
         receipts = ReceiptService(db: pool, catalog: catalog, verifier: verifier, restorePolicy: configuration.restorePolicy,
                                   retry: retry, appleTimeoutMs: configuration.appleTimeoutMs, events: events)
 
-        // `/v1` wants an app or admin key, its answers are never cached by clients, and its changes are visible
-        // on this instance once answered (`ChangeBarrier`); `/v1/admin` wants an admin key; Apple's
-        // notifications (under `/v1`, outside the group) and the system routes want none.
+        // `/v1` wants an app or admin key and each query parameter once, its answers are never cached by
+        // clients, and its changes are visible on this instance once answered (`ChangeBarrier`); `/v1/admin`
+        // wants an admin key; Apple's notifications (under `/v1`, outside the group) and the system routes want none.
         let keys = APIKeys(appKeys: configuration.apiKeys, adminKeys: configuration.adminAPIKeys)
         let reader = EntitlementReader(snapshots: snapshots, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
         let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
-                              ChangeBarrier(cache: cache))
+                              UniqueQueryNames(), ChangeBarrier(cache: cache))
         SystemRoutes(db: pool).register(on: router)
         ConsoleRoutes().register(on: router)
         PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(),

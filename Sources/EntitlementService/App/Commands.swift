@@ -28,9 +28,11 @@ enum Commands {
                 let inherited = try WorkerProcesses.inheritedSocket(environment: environment)
                 let socket = try inherited ?? ListeningSocket.bind(host: configuration.listenAddress, port: configuration.port)
                 if inherited == nil { configuration.logWarnings(openFileLimit: openFiles) }
-                let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration))
+                let writes = try WorkerProcesses.sharedWrites(environment: environment, count: copies)
+                let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration),
+                                                        writes: writes)
                 _ = try application.start(socket: socket)
-                let children = try WorkerProcesses.spawn(copies, sharing: socket)
+                let children = try WorkerProcesses.spawn(copies, sharing: socket, writes: writes)
                 await application.runUntilSignalled { WorkerProcesses.signal(children, $0) }
                 await WorkerProcesses.waitForExit(children)
                 return 0

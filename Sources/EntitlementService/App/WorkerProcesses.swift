@@ -8,13 +8,16 @@ import Foundation
 /// the first process receives them, and it exits once they have; a copy whose first process is gone (killed
 /// outright) gets SIGTERM from the kernel, so none goes on serving alone. Every copy runs the whole service,
 /// background workers included; they share PostgreSQL, where `FOR UPDATE SKIP LOCKED` keeps them from
-/// taking the same job.
+/// taking the same job. They also share a count of answered writes (`SharedCounter`, a memfd the copies
+/// inherit like the socket), so that a write answered by one is never read stale from another's cache.
 enum WorkerProcesses {
     /// Set in the environment of the copies: the number of the listening socket they inherit. A process that
     /// has it serves that socket and starts no copies of its own.
     static let socketVariable = "ENTITLEMENT_SERVICE_LISTEN_FD"
     /// Set in the environment of the copies: the first process's id.
     static let parentVariable = "ENTITLEMENT_SERVICE_PARENT_PID"
+    /// Set in the environment of the copies: the descriptor of the write count they share.
+    static let writesVariable = "ENTITLEMENT_SERVICE_WRITES_FD"
 
     /// How many processes `serve` should run in all: `WORKERS` (default 1), or 1 inside a copy.
     static func count(environment: [String: String]) throws(ConfigurationError) -> Int {
@@ -39,17 +42,34 @@ enum WorkerProcesses {
         return fd
     }
 
+    /// The count of answered writes this process shares with its copies: inherited in a copy, made anew in a
+    /// first process that will start `count - 1` copies, nil in a process that serves alone.
+    static func sharedWrites(environment: [String: String], count: Int) throws -> SharedCounter? {
+        if let raw = environment[writesVariable] {
+            guard let descriptor = Int32(raw), descriptor > 2 else {
+                throw ConfigurationError(variable: writesVariable, problem: "must name a shared counter inherited from serve, got '\(raw)'")
+            }
+            return try SharedCounter(inheriting: descriptor)
+        }
+        return count > 1 ? try SharedCounter.shared() : nil
+    }
+
     /// Starts `count - 1` copies of this executable running `serve`, each inheriting `socket` (a listening
-    /// socket; its close-on-exec flag is cleared while they start); returns their process ids.
-    static func spawn(_ count: Int, sharing socket: Int32) throws -> [pid_t] {
+    /// socket) and `writes` (their close-on-exec flags are cleared while they start); returns their process ids.
+    static func spawn(_ count: Int, sharing socket: Int32, writes: SharedCounter?) throws -> [pid_t] {
         guard count > 1 else { return [] }
         var environment = ProcessInfo.processInfo.environment
         environment[socketVariable] = String(socket)
         environment[parentVariable] = String(getpid())
+        let inherited = [socket] + (writes?.descriptor.map { [$0] } ?? [])
+        if let descriptor = writes?.descriptor { environment[writesVariable] = String(descriptor) }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        let flags = fcntl(socket, F_GETFD)
-        guard flags >= 0, fcntl(socket, F_SETFD, flags & ~FD_CLOEXEC) == 0 else { throw failure("fcntl") }
-        defer { _ = fcntl(socket, F_SETFD, flags) }
+        let flags = try inherited.map { descriptor in
+            let flags = fcntl(descriptor, F_GETFD)
+            guard flags >= 0, fcntl(descriptor, F_SETFD, flags & ~FD_CLOEXEC) == 0 else { throw failure("fcntl") }
+            return flags
+        }
+        defer { for (descriptor, flags) in zip(inherited, flags) { _ = fcntl(descriptor, F_SETFD, flags) } }
         return try (1..<count).map { index in
             let pid = try spawn(executable, arguments: ["serve"], environment: environment)
             Log.info("worker_process_started", ["index": index, "pid": pid])

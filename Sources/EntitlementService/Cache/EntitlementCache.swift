@@ -23,7 +23,11 @@ import Foundation
 ///     }
 ///
 /// A request that changed data calls `barrier()` before answering, so the change's own notifications have
-/// reached this cache by the time the client can ask again. Plain Swift on the loop: no lock anywhere.
+/// reached this cache by the time the client can ask again. Where `WORKERS` copies share the address, a client's
+/// next read may reach another copy, whose listener may not have heard the change yet: every copy's barrier
+/// counts its write in a counter they share (`writes`), its token carries the count, and a copy serves only
+/// while it has heard a token carrying the latest count (or, if none comes, after a barrier of its own). Plain
+/// Swift on the loop: no lock anywhere.
 @Loop
 final class EntitlementCache {
     /// The channel the triggers announce changed users on.
@@ -32,6 +36,16 @@ final class EntitlementCache {
     static let everyone = "*"
     /// The channel barriers send their tokens on.
     static let syncChannel = "entitlements_sync"
+
+    /// How the cache's listener is run: both channels, a ping every 250 ms, and listening only while a ping sent
+    /// in the last 750 ms has answered, so that a connection that stalls without closing stops the cache well
+    /// within the 1 s in which every instance must see a change.
+    static func listenerSettings(conninfo: String) -> PostgresListener.Settings {
+        var settings = PostgresListener.Settings(conninfo: conninfo, channels: [changesChannel, syncChannel])
+        settings.pingIntervalMs = 250
+        settings.answerWindowMs = 750
+        return settings
+    }
 
     /// Proof of when a reader started: `store` keeps its answer only if nothing invalidated the user since.
     struct Ticket: Sendable {
@@ -66,6 +80,17 @@ final class EntitlementCache {
     private let tokenPrefix = String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private var lastToken = 0
     private let onClear: @Loop () -> Void
+    /// Writes answered by this process and the copies sharing its address; nil when it serves alone.
+    let writes: SharedCounter?
+    /// `writes.id` as carried by tokens.
+    private let writesTag: String
+    /// The highest count of `writes` carried by a token the listener has heard (or read when the cache was
+    /// cleared): every change answered before that count is known here.
+    private var heardWrites: UInt64 = 0
+    /// When a read first found `writes` ahead of `heardWrites`, while it still is.
+    private var behindSince: Date?
+    /// True while a barrier started by a read that found the cache behind is under way.
+    private var catchingUp = false
 
     private(set) var hits = 0
     private(set) var misses = 0
@@ -79,19 +104,26 @@ final class EntitlementCache {
     ///   - capacity: the most users held (`ENTITLEMENT_CACHE_SIZE`); 0 disables the cache.
     ///   - db: where barriers send their tokens (the pool).
     ///   - barrierTimeoutMs: how long a barrier waits for its token.
+    ///   - writes: the count of answered writes this process shares with its `WORKERS` copies; nil alone.
     ///   - onClear: called whenever the cache empties because anything may have changed (a `*` announcement,
     ///     the listener's loss or return, a barrier that timed out), for caches the answers are built from
     ///     (the catalog).
-    init(capacity: Int, db: any PostgresQueryable, barrierTimeoutMs: UInt64 = 1_000, onClear: @escaping @Loop () -> Void = {}) {
+    init(capacity: Int, db: any PostgresQueryable, barrierTimeoutMs: UInt64 = 1_000, writes: SharedCounter? = nil,
+         onClear: @escaping @Loop () -> Void = {}) {
         self.capacity = capacity
         self.db = db
         self.barrierTimeoutMs = barrierTimeoutMs
+        self.writes = writes
+        writesTag = writes.map { String($0.id, radix: 36) } ?? ""
         self.onClear = onClear
         entries = capacity > 0 ? ClockCache(capacity: capacity) : nil
     }
 
     /// True when the cache may answer: enabled and listening.
     var isServing: Bool { entries != nil && isListening }
+
+    /// How long a read waits for a write's token to come before it makes the cache catch up by itself.
+    static let catchUpAfter: TimeInterval = 0.05
 
     /// The number of users held.
     var count: Int { entries?.count ?? 0 }
@@ -102,7 +134,8 @@ final class EntitlementCache {
     func lookup(_ userID: String, now: Date) -> [UInt8]? {
         if !stamp.covers(now) { stamp = AsOfStamp(now) }
         let stamp = stamp
-        guard isServing, let held = entries?.withValue(for: userID, { $0.body(at: now, stamp: stamp) }) else {
+        guard isServing, hasHeardEveryWrite(now: now),
+              let held = entries?.withValue(for: userID, { $0.body(at: now, stamp: stamp) }) else {
             misses += 1
             return nil
         }
@@ -130,6 +163,30 @@ final class EntitlementCache {
         return true
     }
 
+    /// True unless a copy sharing this address answered a write whose token the listener has not heard yet
+    /// (its change may not have reached this cache). A read that finds the cache behind for longer than
+    /// `catchUpAfter` (the writer died before sending its token, or could not send it) starts a barrier.
+    private func hasHeardEveryWrite(now: Date) -> Bool {
+        guard let writes else { return true }
+        let count = writes.value
+        guard count > heardWrites else {
+            behindSince = nil
+            return true
+        }
+        guard let since = behindSince else {
+            behindSince = now
+            return false
+        }
+        if !catchingUp, now.timeIntervalSince(since) > Self.catchUpAfter {
+            catchingUp = true
+            Task.onLoop {
+                await self.sync(count: writes.value)
+                self.catchingUp = false
+            }
+        }
+        return false
+    }
+
     // MARK: - Hearing of changes
 
     /// A notification from the listener: a changed user, everyone (`*`), or a barrier's token.
@@ -140,6 +197,7 @@ final class EntitlementCache {
         case Self.changesChannel:
             invalidate(notification.payload)
         case Self.syncChannel:
+            if let count = writesCount(in: notification.payload) { heardWrites = max(heardWrites, count) }
             syncs.arrived(notification.payload)
         default:
             break
@@ -163,16 +221,28 @@ final class EntitlementCache {
 
     /// Drops every answer; answers read under earlier tickets will not be kept.
     func clear() {
+        // Answers kept from now on are read after every write counted so far.
+        if let writes { heardWrites = max(heardWrites, writes.value) }
         log.invalidateAll()
         entries?.removeAll()
         clears += 1
         onClear()
     }
 
-    /// A token no other barrier of any process uses.
-    func nextToken() -> String {
+    /// A token no other barrier of any process uses, carrying `count` of `writes` when given
+    /// (`prefix.n/writes-id/count`).
+    func nextToken(count: UInt64? = nil) -> String {
         lastToken += 1
-        return "\(tokenPrefix).\(lastToken)"
+        guard let count else { return "\(tokenPrefix).\(lastToken)" }
+        return "\(tokenPrefix).\(lastToken)/\(writesTag)/\(count)"
+    }
+
+    /// The count of this process's `writes` a token carries; nil for tokens of other groups and without one.
+    private func writesCount(in token: String) -> UInt64? {
+        guard writes != nil else { return nil }
+        let parts = token.split(separator: "/")
+        guard parts.count == 3, parts[1] == writesTag else { return nil }
+        return UInt64(parts[2])
     }
 
     // MARK: - Metrics

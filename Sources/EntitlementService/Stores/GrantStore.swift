@@ -41,11 +41,12 @@ struct GrantStore {
         _ = try await db.query("UPDATE grants SET revoked_at = $2, revoked_by = $3 WHERE grant_id = $1", [id, revokedAt, actor])
     }
 
-    /// Every grant `userID` was given, revoked and ended ones included, newest first, with who gave and revoked it.
+    /// Every grant `userID` was given, revoked and ended ones included, newest first (given in one second: the one
+    /// given last first), with who gave and revoked it.
     func records(userID: String, on db: some PostgresQueryable) async throws -> [GrantRecord] {
         try Self.records(try await db.query("""
             SELECT grant_id, user_id, entitlement, created_at, expires_at, revoked_at, reason, created_by, revoked_by
-              FROM grants WHERE user_id = $1 ORDER BY created_at DESC, grant_id
+              FROM grants WHERE user_id = $1 ORDER BY created_at DESC, given_order DESC
             """, [userID]))
     }
 

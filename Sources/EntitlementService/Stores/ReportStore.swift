@@ -13,7 +13,9 @@ protocol ReportReading: Sendable {
                     on db: some PostgresQueryable) async throws -> TimeseriesReportBody
 }
 
-/// The reports over recorded App Store transactions and the catalog.
+/// The reports over recorded App Store transactions and the catalog. Only what a customer paid for counts: a
+/// family member's copy of a purchase (`ownership = 'family_shared'`, its own transaction id) is not a sale,
+/// nor a paying subscriber.
 @Loop
 struct ReportStore: ReportReading {
     func purchases(from: Date, to: Date, environment: StoreEnvironment?, on db: some PostgresQueryable) async throws -> PurchaseReportBody {
@@ -27,7 +29,7 @@ struct ReportStore: ReportReading {
                    p.price, p.price_currency,
                    p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL), 0) AS revenue
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
-             WHERE t.purchase_date >= $1 AND t.purchase_date < $2\(environment == nil ? "" : " AND t.environment = $3")
+             WHERE t.purchase_date >= $1 AND t.purchase_date < $2 AND t.ownership = 'purchased'\(environment == nil ? "" : " AND t.environment = $3")
              GROUP BY t.product_id, t.environment, p.type, p.price, p.price_currency
              ORDER BY t.environment, t.product_id
             """, parameters).rows
@@ -63,7 +65,7 @@ struct ReportStore: ReportReading {
                    p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL), 0) AS revenue,
                    p.price_currency
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
-             WHERE t.purchase_date >= $1::timestamptz AND t.purchase_date < $2::timestamptz\(onlyEnvironment)
+             WHERE t.purchase_date >= $1::timestamptz AND t.purchase_date < $2::timestamptz AND t.ownership = 'purchased'\(onlyEnvironment)
              GROUP BY 1, t.product_id, t.environment, p.price, p.price_currency
              ORDER BY 1, t.environment, t.product_id
             """, parameters).rows.map { row in
@@ -82,7 +84,7 @@ struct ReportStore: ReportReading {
                   FROM buckets b
                   JOIN app_store_transactions t
                     ON t.expires_date > b.period_end AND t.expires_date > $1::timestamptz AND t.purchase_date <= b.period_end
-                   AND (t.cancellation_date IS NULL OR t.cancellation_date > b.period_end)\(onlyEnvironment)
+                   AND (t.cancellation_date IS NULL OR t.cancellation_date > b.period_end) AND t.ownership = 'purchased'\(onlyEnvironment)
                   JOIN products p ON p.product_id = t.product_id AND p.type = 'auto_renewable'
                  ORDER BY b.period_start, t.original_transaction_id, t.purchase_date DESC
             )

@@ -45,6 +45,19 @@ enum PercentDecoding {
         return result
     }
 
+    /// The first name `raw` gives twice (`a=1&b=2&a=3` → `a`), decoded; nil when every name is given once or the
+    /// query does not decode.
+    static func repeatedName(in raw: String) -> String? {
+        guard raw.utf8.contains(UInt8(ascii: "&")) else { return nil }
+        var seen: Set<String> = []
+        for pair in raw.utf8.split(separator: UInt8(ascii: "&")) {
+            guard let name = decode(Substring(pair.split(separator: UInt8(ascii: "="), maxSplits: 1,
+                                                         omittingEmptySubsequences: false)[0])) else { return nil }
+            guard seen.insert(name).inserted else { return name }
+        }
+        return nil
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

@@ -5,7 +5,9 @@
 /// sent while it was not listening are lost, so the owner must assume anything changed), `false` as soon as
 /// the connection is known to be gone. A lost connection is replaced at once, then after growing delays while
 /// replacing it keeps failing. A light query every `pingIntervalMs` that must answer within `pingTimeoutMs`
-/// notices a connection that died without a word (a half-open TCP connection never reports an error).
+/// notices a connection that died without a word (a half-open TCP connection never reports an error). With
+/// `answerWindowMs` set, a connection that merely stalls (a hung server process, a partition: notifications
+/// held back, nothing closed) also stops counting as listening, sooner than the ping's timeout.
 @Loop
 public final class PostgresListener {
     /// How the listener connects, what it listens to, and its timing.
@@ -22,6 +24,12 @@ public final class PostgresListener {
         public var pingIntervalMs: UInt64 = 1_000
         /// Time a liveness query (or the `LISTEN` itself) may take before the connection is given up.
         public var pingTimeoutMs: UInt64 = 2_000
+        /// When set, the listener counts as listening only until `answerWindowMs` after sending the last query
+        /// that answered (the `LISTEN`, then each ping): past that, notifications committed since may be held
+        /// up in a stalled connection, so `onStateChange(false)` is reported at once, and `true` when a ping
+        /// sent less than `answerWindowMs` ago answers again. Pings should come well within it. Nil: only a
+        /// closed connection ends listening.
+        public var answerWindowMs: UInt64?
         /// The wait before the first retry after a failed attempt; it doubles after each further failure.
         public var retryDelayMs: UInt64 = 100
         /// The longest wait between attempts.
@@ -44,6 +52,8 @@ public final class PostgresListener {
     private let onNotification: @Loop (PostgresNotification) -> Void
     private let onStateChange: @Loop (Bool) -> Void
     private var connection: PostgresConnection?
+    /// Reports the end of `answerWindowMs` since the last answered query; re-armed by each answer.
+    private let answerDeadline = LoopTimer()
     private var task: Task<Void, Never>?
     private var stopping = false
     /// The supervising task's current wait, cut short by `wake()`.
@@ -72,6 +82,7 @@ public final class PostgresListener {
         connection?.close()
         wake()
         await task?.value
+        answerDeadline.close()
     }
 
     // MARK: - Supervision
@@ -103,9 +114,10 @@ public final class PostgresListener {
                 self?.wake()
             }
             let script = settings.channels.map { "LISTEN \(Self.quoted($0));" }.joined(separator: " ")
+            let sent = ContinuousClock.now
             try await withDeadline(connection) { _ = try await connection.simpleQuery(script) }
             guard !stopping, !connection.isClosed else { throw PostgresError(kind: .connection, message: "the listener stopped") }
-            setListening(true)
+            answered(sentAt: sent)
             Log.info("postgres_listening", ["backend_pid": connection.backendPID, "channels": settings.channels.joined(separator: ",")])
             return connection
         } catch {
@@ -122,13 +134,33 @@ public final class PostgresListener {
             await wait(milliseconds: settings.pingIntervalMs)
             guard !stopping, !connection.isClosed else { break }
             do {
+                let sent = ContinuousClock.now
                 try await withDeadline(connection) { _ = try await connection.query("SELECT 1") }
+                guard !stopping, !connection.isClosed else { break }
+                answered(sentAt: sent)
             } catch {
                 break
             }
         }
+        answerDeadline.stop()
         connection.close()
         self.connection = nil
+    }
+
+    /// A query sent at `sent` answered on the live connection: every notification committed before then has
+    /// been handed over (the server sends them ahead of a query's answer, or at once while idle). Listening,
+    /// unless `answerWindowMs` has already passed since `sent`; then listening ends when it does.
+    private func answered(sentAt sent: ContinuousClock.Instant) {
+        guard let window = settings.answerWindowMs else { return setListening(true) }
+        let elapsed = sent.duration(to: .now)
+        guard elapsed < .milliseconds(window) else { return }
+        setListening(true)
+        let (seconds, attoseconds) = (Duration.milliseconds(window) - elapsed).components
+        answerDeadline.start(after: UInt64(seconds) * 1_000 + UInt64(attoseconds / 1_000_000_000_000_000) + 1) { [weak self] in
+            guard let self, self.isListening else { return }
+            Log.warning("postgres_listener_stalled", ["backend_pid": self.connection?.backendPID ?? 0, "window_ms": window])
+            self.setListening(false)
+        }
     }
 
     /// Runs `body` on `connection`, closing the connection (which fails `body`) when it takes longer than
