@@ -4,8 +4,9 @@ extension DerivedEntitlementEvent {
     /// The event a change from `before` to `after` calls for, or nil when the user's state did not change
     /// (an event is due exactly when what `GET /v1/users/{user_id}/entitlements` answers changes).
     ///
-    /// Admin actions (grants and catalog changes), spends, transfers and time name their own type (a transfer, and
-    /// an expiration, carry the purchase they are about). For Apple's data the type comes from
+    /// Admin actions (grants and catalog changes), spends and transfers name their own type (a transfer carries the
+    /// purchase it is about); time alone names an `expiration` when an end passed, else the change it brought
+    /// (a renewal Apple recorded ahead of its date, a product change), with the purchase and its newest transaction. For Apple's data the type comes from
     /// the difference itself, entitlement by entitlement, and the most significant one names the event
     /// (refund, revoke, refund reversed, product change, a purchase, renewal, billing issue, expiration,
     /// cancellation, uncancellation, then consumable credits):
@@ -44,9 +45,13 @@ extension DerivedEntitlementEvent {
             var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
             event.transferredTo = to
             return event
-        case .timePassed:
-            let ended = Self.changes(before: before, after: after).first { $0.type == .expiration }
-            return DerivedEntitlementEvent(type: .expiration, purchase: ended?.purchase, report: nil)
+        case .timePassed(let transactions):
+            // An end passing is an expiration, whatever else changed at that instant; with no end, time brought in
+            // what Apple recorded ahead: a renewal (the usual one, bought at the old expiry) or a change of product.
+            let changes = Self.changes(before: before, after: after)
+            let change = changes.first { $0.type == .expiration } ?? changes.min { $0.rank < $1.rank }
+            return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase,
+                                           report: AppStoreReport(transactions: transactions, newTransactionIDs: []))
         case .appStore(let report):
             if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)

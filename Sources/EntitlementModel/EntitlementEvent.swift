@@ -88,8 +88,10 @@ public enum EntitlementChangeCause: Sendable, Hashable {
     /// The catalog entry of this product, which the user owns, changed what it unlocks (nil: entries of several
     /// products).
     case catalogChanged(productID: String?)
-    /// Time alone: an entitlement's end passed.
-    case timePassed
+    /// Time alone: an entitlement's end passed, or what Apple recorded ahead of its date (a renewal, a change of
+    /// product at the renewal date) came into force. `transactions`: the user's transactions bought by then,
+    /// for the transaction the event is about.
+    case timePassed(transactions: [OwnedTransaction])
 }
 
 /// One event derived from a change: its type and the purchase it is about (absent where it does not apply).

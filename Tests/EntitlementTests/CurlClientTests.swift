@@ -324,6 +324,14 @@ import Testing
         #expect(response.body == Array("abc".utf8))
         #expect(response.bodyLimitExceeded)
     }
+
+    @Test func aTruncatingBodyKeepsWhatFitsAndGoesOn() {
+        var response = ResponseAccumulator(bodyLimit: 5, truncates: true)
+        let taken = ["abc", "def", "ghi"].map { chunk in [UInt8](chunk.utf8).withUnsafeBytes { response.receiveBody($0) } }
+        #expect(taken == [true, true, true])
+        #expect(response.body == Array("abcde".utf8))
+        #expect(!response.bodyLimitExceeded)
+    }
 }
 
 /// A loopback port that refuses connections: bound, so nothing else takes it, but not listening.

@@ -29,6 +29,11 @@ import Testing
                                  productTypes: Dictionary(uniqueKeysWithValues: catalog.products.map { ($0.productID, $0.type) })))
     }
 
+    /// Time alone, with `transactions` bought by then.
+    private static func time(_ transactions: [StoreTransaction]) -> EntitlementChangeCause {
+        .timePassed(transactions: transactions.map { OwnedTransaction($0, environment: .sandbox) })
+    }
+
     private static func subscription(_ id: String, chain: String = "100", product: String = "monthly", month: Int,
                                      cancelled: Date? = nil, ownership: Ownership = .purchased) -> StoreTransaction {
         let purchased = ISODuration(months: month).adding(to: start)
@@ -148,7 +153,7 @@ import Testing
         // The grace period over with billing retry going on: an expiration.
         let graceOver = retrying.gracePeriodExpiresDate!.addingTimeInterval(60)
         #expect(DerivedEntitlementEvent.derive(before: Self.state([first], renewals: [retrying], at: first.expiresDate!.addingTimeInterval(60)),
-                                               after: Self.state([first], renewals: [retrying], at: graceOver), cause: .timePassed)?.type == .expiration)
+                                               after: Self.state([first], renewals: [retrying], at: graceOver), cause: Self.time([first]))?.type == .expiration)
     }
 
     @Test func refundRevokeAndRefundReversed() {
@@ -268,8 +273,31 @@ import Testing
         let end = try #require(report.nextChange)
         #expect(end == first.expiresDate)
         let event = DerivedEntitlementEvent.derive(before: Self.state([first], at: at), after: Self.state([first], at: end),
-                                                   cause: .timePassed)
-        #expect(event == DerivedEntitlementEvent(type: .expiration, productID: "monthly", originalTransactionID: "100", environment: .sandbox))
+                                                   cause: Self.time([first]))
+        #expect(event == DerivedEntitlementEvent(type: .expiration, productID: "monthly", transactionID: "100",
+                                                 originalTransactionID: "100", environment: .sandbox))
+    }
+
+    /// Apple renews a subscription ahead of time (the renewal bought at the old expiry, recorded before it): at
+    /// the record nothing shows yet, and when the old end passes the answer shows the new end: a `renewal`
+    /// carrying the renewal's transaction, not an expiration of a subscription still active.
+    @Test func aRenewalRecordedAheadIsARenewalWhenItComesIntoForce() throws {
+        let first = Self.subscription("100", month: 0), renewal = Self.subscription("101", month: 1)
+        let renewing = RenewalInfo(originalTransactionID: "100", productID: "monthly", willRenew: true)
+        let recordedAt = try #require(first.expiresDate).addingTimeInterval(-3_600)
+        #expect(Self.state([first], renewals: [renewing], at: recordedAt) == Self.state([first, renewal], renewals: [renewing], at: recordedAt))
+        let end = try #require(first.expiresDate)
+        let event = DerivedEntitlementEvent.derive(before: Self.state([first, renewal], renewals: [renewing], at: recordedAt),
+                                                   after: Self.state([first, renewal], renewals: [renewing], at: end),
+                                                   cause: Self.time([first, renewal]))
+        #expect(event == DerivedEntitlementEvent(type: .renewal, productID: "monthly", transactionID: "101",
+                                                 originalTransactionID: "100", environment: .sandbox))
+        // A scheduled change of product (a downgrade taking effect at the renewal) is a product change.
+        let annual = Self.subscription("102", product: "annual", month: 1)
+        let changed = DerivedEntitlementEvent.derive(before: Self.state([first, annual], renewals: [renewing], at: recordedAt),
+                                                     after: Self.state([first, annual], renewals: [renewing], at: end),
+                                                     cause: Self.time([first, annual]))
+        #expect(changed?.type == .productChange && changed?.transactionID == "102")
     }
 
     @Test func aFutureDatedInputIsTheNextChange() {

@@ -128,6 +128,19 @@ struct WebhookDeliveryTests {
         }
     }
 
+    /// Any 2xx is delivered, whatever its body: one far over the 64 KiB the client keeps is cut, not a failure.
+    @Test func aTwoHundredWithALargeBodyIsDelivered() async throws {
+        let receiver = try await offLoop { try WebhookReceiver() }
+        try await receiver.setReplyBytes(300_000)
+        try await ServiceHarness.run(receiver.environment.merging(Self.fastRetries) { $1 }) { service in
+            #expect(try await admin(service, "POST", "/v1/admin/users/verbose/grants", json: #"{"entitlement": "x", "reason": "r"}"#).status == 201)
+            let tally = try await awaitDelivery(service, receiver)
+            #expect(tally.events.count == 1)
+            let row = try #require(try await service.sql("SELECT attempts, last_response_status FROM webhook_events").first)
+            #expect(try row.int("attempts") == 1 && row.int("last_response_status") == 200)
+        }
+    }
+
     @Test func anExpiringSubscriptionsExpirationArrivesWithinFiveSecondsOfItsEnd() async throws {
         let receiver = try await offLoop { try WebhookReceiver() }
         try await ServiceHarness.run(receiver.environment.merging(Self.fastRetries) { $1 }) { service in

@@ -189,6 +189,31 @@ struct WebhookEventTests {
         }
     }
 
+    /// Apple renews ahead of time: the renewal, bought at the old expiry, is recorded before it. Nothing shows
+    /// until the old end passes; then the answer shows the new end, and the event is a `renewal` carrying the
+    /// renewal's transaction, not an `expiration` of a subscription that stays active.
+    @Test func aRenewalRecordedAheadIsARenewalWhenItsPeriodStarts() async throws {
+        try await ServiceHarness.run { service in
+            let ends = now.addingTimeInterval(2).wholeMilliseconds
+            var purchase = receipt {
+                $0.addSubscription("com.example.premium.monthly", originalTransactionID: "ahead-e1",
+                                   start: ends.addingTimeInterval(-86_400), period: ISODuration(days: 1))
+            }
+            let renewal = StoreTransaction(transactionID: "ahead-e2", originalTransactionID: "ahead-e1", productID: "com.example.premium.monthly",
+                                           purchaseDate: ends, expiresDate: ends.addingTimeInterval(86_400))
+            purchase.inApp.append(renewal)
+            purchase.latestReceiptInfo.append(renewal)
+            #expect(try await service.post(purchase, for: "ahead-user").status == 200)
+            let renewed = try await eventually(timeout: 10, everyMs: 50) { try await Self.events(service, user: "ahead-user").count == 2 }
+            #expect(renewed)
+            let events = try await Self.events(service, user: "ahead-user")
+            #expect(events.map(\.type) == ["initial_purchase", "renewal"])
+            #expect(events.last?.body["transaction_id"] as? String == "ahead-e2")
+            let premium = try #require(events.last?.entitlements["premium"] as? [String: Any])
+            #expect(premium["active"] as? Bool == true && premium["expires_at"] as? String == RFC3339.string(from: ends.addingTimeInterval(86_400)))
+        }
+    }
+
     @Test func nothingIsWrittenWhenTheAnswerDoesNotChange() async throws {
         try await ServiceHarness.run { service in
             let lifetime = receipt { $0.addPurchase("com.example.lifetime", transactionID: "same-e1", purchased: now) }

@@ -5,9 +5,9 @@ Usage: receiver.py --secret whsec_... [--port 0] [--fail-rate 0.5] [--seed 1] [-
 Prints `listening <port>` on its first line once it accepts connections. Every POST is verified with
 `standardwebhooks.Webhook(secret).verify(body, headers)`: a request that does not verify is answered 400 and
 counted as invalid. A verified one is answered 500 with probability --fail-rate (counted as refused, not
-received), else 204 and kept. GET /received answers what it kept:
+received), else kept and answered 204 (or 200 with `reply_bytes` bytes of body, when set). GET /received answers what it kept:
 {"events": [{"headers": {...}, "body": {...}, "attempt": n}, ...], "invalid": n, "refused": n, "requests": n}.
-POST /control {"fail_rate": x, "delay_ms": n, "reset": true} changes the behaviour while it runs (`reset` forgets
+POST /control {"fail_rate": x, "delay_ms": n, "reply_bytes": n, "reset": true} changes the behaviour while it runs (`reset` forgets
 what it received).
 """
 
@@ -27,6 +27,7 @@ class State:
         self.webhook = Webhook(secret)
         self.fail_rate = fail_rate
         self.delay_ms = delay_ms
+        self.reply_bytes = 0
         self.random = random.Random(seed)
         self.lock = threading.Lock()
         self.events = []
@@ -68,6 +69,7 @@ def handler(state):
                 with state.lock:
                     state.fail_rate = float(change.get("fail_rate", state.fail_rate))
                     state.delay_ms = int(change.get("delay_ms", state.delay_ms))
+                    state.reply_bytes = int(change.get("reply_bytes", state.reply_bytes))
                     if change.get("reset"):
                         state.events, state.attempts = [], {}
                         state.invalid = state.refused = state.requests = 0
@@ -90,12 +92,17 @@ def handler(state):
                 attempt = state.attempts.get(event_id, 0) + 1
                 state.attempts[event_id] = attempt
                 refuse = state.random.random() < state.fail_rate
+                reply_bytes = state.reply_bytes
                 if refuse:
                     state.refused += 1
                 else:
                     state.events.append({"headers": {k: headers[k] for k in ("webhook-id", "webhook-timestamp", "webhook-signature")},
                                          "body": payload, "attempt": attempt, "received_at": time.time()})
-            self.answer(500 if refuse else 204)
+            if refuse:
+                return self.answer(500)
+            if reply_bytes:
+                return self.answer(200, b"x" * reply_bytes, "text/plain")
+            self.answer(204)
 
     return Handler
 

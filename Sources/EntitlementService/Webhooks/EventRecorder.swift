@@ -79,7 +79,7 @@ struct EventRecorder {
         let heads = watch.heads.values.sorted { $0.userID < $1.userID }
         let evaluated = try await evaluate(heads.map(\.userID), catalog: watch.catalog, now: watch.now, on: connection)
         return try await record(zip(heads, evaluated).map { head, after in
-            (head, before: watch.before[head.userID], after: after, cause: cause(head.userID))
+            (head, before: watch.before[head.userID], after: (after.state, after.nextChange), cause: cause(head.userID))
         }, now: watch.now, on: connection).events
     }
 
@@ -99,7 +99,8 @@ struct EventRecorder {
                                on connection: PostgresConnection) async throws -> [EventHead] {
         let evaluated = try await evaluate(heads.map(\.userID), catalog: catalog, now: now, on: connection)
         return try await record(zip(heads, evaluated).map { head, current in
-            (head, before: head.state, after: current, cause: Self.pendingCause(head))
+            (head, before: head.state, after: (current.state, current.nextChange),
+             cause: Self.pendingCause(head, transactions: current.transactions))
         }, now: now, on: connection).heads
     }
 
@@ -130,9 +131,9 @@ struct EventRecorder {
     }
 
     /// What changed a due head's user since their state was written: a catalog change marked on it
-    /// (``CatalogEditor``), else time alone.
-    private static func pendingCause(_ head: EventHead) -> EntitlementChangeCause {
-        head.pendingCatalogChange.map { .catalogChanged(productID: $0.isEmpty ? nil : $0) } ?? .timePassed
+    /// (``CatalogEditor``), else time alone (with the user's `transactions` in force).
+    private static func pendingCause(_ head: EventHead, transactions: [OwnedTransaction]) -> EntitlementChangeCause {
+        head.pendingCatalogChange.map { .catalogChanged(productID: $0.isEmpty ? nil : $0) } ?? .timePassed(transactions: transactions)
     }
 
     /// The catalog in force, held (shared) until the transaction ends: taken before any head, as a catalog change
@@ -141,13 +142,15 @@ struct EventRecorder {
         try await catalog.catalog(atRevision: try await products.holdCatalog(on: connection), on: connection)
     }
 
-    /// What each of `userIDs` (which differ) holds at `now` as GET entitlements shows it, and when that next
-    /// changes with time alone, in their order: their snapshots read in one round trip.
-    private func evaluate(_ userIDs: [String], catalog: Catalog, now: Date,
-                          on connection: PostgresConnection) async throws -> [(state: EntitlementState, nextChange: Date?)] {
+    /// What each of `userIDs` (which differ) holds at `now` as GET entitlements shows it, when that next
+    /// changes with time alone, and their transactions bought by `now`, in their order: their snapshots read
+    /// in one round trip.
+    private func evaluate(_ userIDs: [String], catalog: Catalog, now: Date, on connection: PostgresConnection) async throws
+        -> [(state: EntitlementState, nextChange: Date?, transactions: [OwnedTransaction])] {
         try await snapshots.snapshots(of: userIDs, within: connection).map { snapshot in
             let report = snapshot.report(catalog: catalog, at: now)
-            return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange)
+            return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange,
+                    snapshot.transactions.filter { $0.transaction.purchaseDate <= now })
         }
     }
 }

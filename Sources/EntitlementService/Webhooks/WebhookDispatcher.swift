@@ -34,7 +34,8 @@ final class WebhookDispatcher {
         self.conninfo = conninfo
         http = HTTPClient(configuration: HTTPClientConfiguration(
             maxConnections: settings.concurrency, maxHostConnections: settings.concurrency,
-            connectTimeoutMs: min(3_000, settings.timeoutMs), totalTimeoutMs: settings.timeoutMs, maxResponseBytes: 64 << 10))
+            connectTimeoutMs: min(3_000, settings.timeoutMs), totalTimeoutMs: settings.timeoutMs, maxResponseBytes: 64 << 10,
+            truncatesLongBodies: true))  // any 2xx is delivered, whatever its body; 64 KiB of it kept for the log
     }
 
     /// Requests in flight in this process.

@@ -35,7 +35,7 @@ final class CurlTransfer {
         self.easy = easy
         errorBuffer = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
-        response = ResponseAccumulator(bodyLimit: configuration.maxResponseBytes)
+        response = ResponseAccumulator(bodyLimit: configuration.maxResponseBytes, truncates: configuration.truncatesLongBodies)
         try configure(request, configuration: configuration, share: share)
     }
 
@@ -85,7 +85,7 @@ final class CurlTransfer {
         options.string(CURLOPT_CAINFO, configuration.caBundlePath)
         options.string(CURLOPT_CAPATH, nil)
         options.long(CURLOPT_CA_CACHE_TIMEOUT, Self.caCacheSeconds)
-        options.offset(CURLOPT_MAXFILESIZE_LARGE, configuration.maxResponseBytes)
+        if !configuration.truncatesLongBodies { options.offset(CURLOPT_MAXFILESIZE_LARGE, configuration.maxResponseBytes) }
         options.share(share)
         options.pointer(CURLOPT_PRIVATE, this)
         options.pointer(CURLOPT_ERRORBUFFER, UnsafeMutableRawPointer(errorBuffer))

@@ -10,8 +10,12 @@ public struct HTTPClientConfiguration: Sendable {
     public var connectTimeoutMs: Int
     /// Default limit for a whole exchange, connect included.
     public var totalTimeoutMs: Int
-    /// The largest response body accepted; a larger one fails with `.responseTooLarge`.
+    /// The largest response body accepted; a larger one fails with `.responseTooLarge`, unless
+    /// `truncatesLongBodies`.
     public var maxResponseBytes: Int
+    /// When true, a body longer than `maxResponseBytes` is kept up to the limit and the rest read and dropped, so
+    /// the response still counts: for callers that judge an answer by its status (webhook deliveries).
+    public var truncatesLongBodies: Bool
 
     /// Defaults: the Debian/Ubuntu CA bundle, 64 idle connections, no per-host limit, 5 s connect, 10 s total, 4 MiB bodies; nothing is validated.
     public init(
@@ -20,7 +24,8 @@ public struct HTTPClientConfiguration: Sendable {
         maxHostConnections: Int = 0,
         connectTimeoutMs: Int = 5_000,
         totalTimeoutMs: Int = 10_000,
-        maxResponseBytes: Int = 4 << 20
+        maxResponseBytes: Int = 4 << 20,
+        truncatesLongBodies: Bool = false
     ) {
         self.caBundlePath = caBundlePath
         self.maxConnections = maxConnections
@@ -28,5 +33,6 @@ public struct HTTPClientConfiguration: Sendable {
         self.connectTimeoutMs = connectTimeoutMs
         self.totalTimeoutMs = totalTimeoutMs
         self.maxResponseBytes = maxResponseBytes
+        self.truncatesLongBodies = truncatesLongBodies
     }
 }

@@ -2,18 +2,21 @@
 ///
 /// Pure so its rules are testable: a status line starts a new header block (interim `100 Continue` and
 /// similar answers are forgotten), folded lines continue the previous header, and the body stops growing
-/// at `bodyLimit` bytes.
+/// at `bodyLimit` bytes: the transfer then fails, or (`truncates`) goes on with the rest dropped.
 struct ResponseAccumulator {
     /// The largest body accepted, in bytes.
     let bodyLimit: Int
+    /// Whether a longer body is cut at `bodyLimit` (the rest read and dropped) rather than failing the transfer.
+    let truncates: Bool
     /// Header fields of the last response head, in arrival order, values trimmed.
     private(set) var headers: [(String, String)] = []
     private(set) var body: [UInt8] = []
     /// Set when the body outgrew `bodyLimit`; the transfer is then aborted.
     private(set) var bodyLimitExceeded = false
 
-    init(bodyLimit: Int) {
+    init(bodyLimit: Int, truncates: Bool = false) {
         self.bodyLimit = bodyLimit
+        self.truncates = truncates
     }
 
     /// Takes one header line as libcurl delivers it, line ending included.
@@ -32,9 +35,14 @@ struct ResponseAccumulator {
         }
     }
 
-    /// Appends a body chunk; false (and nothing appended) when it would pass `bodyLimit`.
+    /// Appends a body chunk; false (and nothing appended) when it would pass `bodyLimit`, unless `truncates`:
+    /// then what fits is appended and the chunk counts as taken.
     mutating func receiveBody(_ chunk: UnsafeRawBufferPointer) -> Bool {
         guard body.count + chunk.count <= bodyLimit else {
+            if truncates {
+                body.append(contentsOf: chunk.prefix(bodyLimit - body.count))
+                return true
+            }
             bodyLimitExceeded = true
             return false
         }

@@ -88,4 +88,9 @@ final class WebhookReceiver: @unchecked Sendable {
     func setFailRate(_ rate: Double) async throws {
         _ = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("POST", "/control", body: #"{"fail_rate": \#(rate)}"#))
     }
+
+    /// Answers every event kept with 200 and a body of `bytes` bytes (0: 204, no body).
+    func setReplyBytes(_ bytes: Int) async throws {
+        _ = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("POST", "/control", body: #"{"reply_bytes": \#(bytes)}"#))
+    }
 }
