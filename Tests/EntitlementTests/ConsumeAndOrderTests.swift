@@ -35,6 +35,12 @@ struct ConsumeAndOrderTests {
             #expect(again.status == 200)
             #expect(try again.json()["balance"] as? Int == 70)
 
+            // The same key for another amount is not the same spend: refused, naming the key, nothing spent.
+            let reused = try await consume(service, "spender", amount: 31, key: "k1")
+            #expect(reused.status == 422, "\(reused.text)")
+            #expect(try reused.json()["field"] as? String == "idempotency_key")
+            #expect(try await consume(service, "spender", amount: 30, key: "k1").json()["balance"] as? Int == 70)
+
             let short = try await consume(service, "spender", amount: 71, key: "k2")
             #expect(short.status == 409)
             #expect(short.headers["Content-Type"] == "application/problem+json")

@@ -10,7 +10,8 @@ struct ConsumableLedger {
     let ledger = LedgerStore()
 
     /// Spends `amount` of `currency`; the same key again spends nothing and answers the current balance.
-    /// - Throws: `InsufficientBalance` when the balance is short.
+    /// - Throws: `InsufficientBalance` when the balance is short; `IdempotencyKeyReused` when the key spent
+    ///   another amount.
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
         do {
             return try await db.transaction { connection in
@@ -21,8 +22,10 @@ struct ConsumableLedger {
                 return balance
             }
         } catch let error as PostgresError where error.isUniqueViolation {
-            // The same key raced us and won: it spent once, so we spend nothing.
-            return try await ledger.balance(userID: userID, currency: currency, on: db)
+            // The same key raced us and won: it spent once, so we spend nothing (if it spent the same amount).
+            guard let balance = try await ledger.replay(userID: userID, currency: currency, amount: amount,
+                                                        idempotencyKey: idempotencyKey, on: db) else { throw error }
+            return balance
         }
     }
 }

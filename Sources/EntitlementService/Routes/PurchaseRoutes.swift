@@ -142,6 +142,10 @@ struct PurchaseRoutes {
             throw ProblemError(status: 409, title: "Insufficient balance",
                                detail: "The balance of \(currency) is \(short.balance), less than the \(short.requested) requested.",
                                extra: ["balance": .int(short.balance)])
+        } catch let reused as IdempotencyKeyReused {
+            throw ProblemError(status: 422, title: "Idempotency key reused",
+                               detail: "This 'idempotency_key' already spent \(reused.amount), not \(body.amount): nothing was spent. Use a new key for a new spend.",
+                               extra: ["field": "idempotency_key"])
         }
     }
 

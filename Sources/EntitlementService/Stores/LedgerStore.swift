@@ -6,6 +6,12 @@ struct InsufficientBalance: Error, Sendable {
     var requested: Int
 }
 
+/// A consume's idempotency key was already used for a spend of another amount: nothing spent.
+struct IdempotencyKeyReused: Error, Sendable {
+    /// The amount the key first spent.
+    var amount: Int
+}
+
 /// A consumable purchase's credit: `amount` of `currency` for the owner of `originalTransactionID`.
 struct ConsumableCredit: Sendable {
     var transactionID: String
@@ -72,12 +78,11 @@ struct LedgerStore {
     /// Spends `amount` of `currency` in the caller's transaction (whose connection is `db`); the same key again
     /// spends nothing and answers the current balance. A concurrent spend with the same key makes the ledger's
     /// insert fail with a unique violation: the caller's transaction then spent nothing.
-    /// - Throws: `InsufficientBalance` when the balance is smaller than `amount`.
+    /// - Throws: `InsufficientBalance` when the balance is smaller than `amount`; `IdempotencyKeyReused` when the
+    ///   key already spent another amount.
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String, on db: some PostgresQueryable) async throws -> Int {
-        if try await !db.query("""
-            SELECT 1 FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
-            """, [userID, currency, idempotencyKey]).rows.isEmpty {
-            return try await balance(userID: userID, currency: currency, on: db)
+        if let balance = try await replay(userID: userID, currency: currency, amount: amount, idempotencyKey: idempotencyKey, on: db) {
+            return balance
         }
         let spent = try await db.query("""
             UPDATE consumable_balances SET balance = balance - $3
@@ -92,6 +97,16 @@ struct LedgerStore {
             VALUES ($1, $2, $3, 'consume', $4)
             """, [userID, currency, -amount, idempotencyKey])
         return try row.int("balance")
+    }
+
+    /// For a key that already spent: the current balance, when it spent `amount`; nil when the key is new.
+    /// - Throws: `IdempotencyKeyReused` when it spent another amount.
+    func replay(userID: String, currency: String, amount: Int, idempotencyKey: String, on db: some PostgresQueryable) async throws -> Int? {
+        guard let spent = try await db.query("""
+            SELECT -amount AS spent FROM consumable_ledger WHERE user_id = $1 AND currency = $2 AND idempotency_key = $3
+            """, [userID, currency, idempotencyKey]).rows.first.map({ try $0.int("spent") }) else { return nil }
+        guard spent == amount else { throw IdempotencyKeyReused(amount: spent) }
+        return try await balance(userID: userID, currency: currency, on: db)
     }
 
     /// The balance of `currency` (0 without a row).
