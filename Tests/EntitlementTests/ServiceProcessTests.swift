@@ -150,6 +150,34 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// `WORKERS=2`: a copy killed while the service runs is logged and replaced; the replacement serves on the
+    /// same socket and stops with the rest.
+    @Test func aCopyThatDiesIsReplaced() async throws {
+        let setup = try await setUp()
+        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let (port, parent) = (service.port, service.process.processIdentifier)
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 2 }
+        let child = try #require(service.servingPIDs(port: port).first { $0 != parent }, "\(service.log)")
+        kill(child, SIGKILL)
+        _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 3 }
+        let pids = service.servingPIDs(port: port)
+        let replacement = try #require(pids.first { $0 != parent && $0 != child }, "\(service.log)")
+        #expect(service.log.contains("event=worker_process_exited pid=\(child) signal=9 expected=false"), "\(service.log)")
+        #expect(service.log.contains("event=worker_process_replacing index=1"), "\(service.log)")
+        let answered = try await offLoop {
+            (0..<400).contains { _ in
+                guard let client = try? RawHTTPClient(port: port), (try? client.send(RawHTTPClient.request("GET", "/healthz"))) != nil,
+                      (try? client.readResponse().status) == 200 else { return false }
+                return ServiceProcess.pid(serving: client, port: port, among: [replacement]) == replacement
+            }
+        }
+        #expect(answered, "the replacement accepts on the shared socket")
+        service.signal(SIGTERM)
+        #expect(try await offLoop { service.waitForExit(timeout: 20) } == 0)
+        #expect(service.log.contains("event=stopped pid=\(replacement)"), "\(service.log)")
+        await setup.tearDown()
+    }
+
     /// `WORKERS=2`: a write answered by one copy is read at once from the other copy's cache, whichever copy
     /// the client's next request reaches (both listen on one address), in turn both ways, 600 times (without
     /// the shared write count, about one round in 400 read stale).

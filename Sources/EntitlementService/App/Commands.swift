@@ -32,9 +32,9 @@ enum Commands {
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration),
                                                         writes: writes)
                 _ = try application.start(socket: socket)
-                let children = try WorkerProcesses.spawn(copies, sharing: socket, writes: writes)
-                await application.runUntilSignalled { WorkerProcesses.signal(children, $0) }
-                await WorkerProcesses.waitForExit(children)
+                let copiesWatch = try WorkerSupervisor(count: copies, socket: socket, writes: writes)
+                await application.runUntilSignalled { copiesWatch.signal($0) }
+                await copiesWatch.waitForExit()
                 return 0
             case .fakeAppStore(let port, let host, let rootCertificateOut):
                 return await FakeAppStore.runCommand(host: host, port: port, rootCertificateOut: rootCertificateOut)

@@ -54,54 +54,48 @@ enum WorkerProcesses {
         return count > 1 ? try SharedCounter.shared() : nil
     }
 
-    /// Starts `count - 1` copies of this executable running `serve`, each inheriting `socket` (a listening
-    /// socket) and `writes` (their close-on-exec flags are cleared while they start); returns their process ids.
-    static func spawn(_ count: Int, sharing socket: Int32, writes: SharedCounter?) throws -> [pid_t] {
-        guard count > 1 else { return [] }
+    /// Starts copy number `index` of this executable running `serve`, inheriting `socket` (a listening socket)
+    /// and `writes` (their close-on-exec flags are cleared while it starts); returns its process id.
+    static func spawnCopy(_ index: Int, sharing socket: Int32, writes: SharedCounter?) throws -> pid_t {
         var environment = ProcessInfo.processInfo.environment
         environment[socketVariable] = String(socket)
         environment[parentVariable] = String(getpid())
         let inherited = [socket] + (writes?.descriptor.map { [$0] } ?? [])
         if let descriptor = writes?.descriptor { environment[writesVariable] = String(descriptor) }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        let flags = try inherited.map { descriptor in
+        var saved: [(descriptor: Int32, flags: Int32)] = []
+        defer { for (descriptor, flags) in saved { _ = fcntl(descriptor, F_SETFD, flags) } }
+        for descriptor in inherited {
             let flags = fcntl(descriptor, F_GETFD)
             guard flags >= 0, fcntl(descriptor, F_SETFD, flags & ~FD_CLOEXEC) == 0 else { throw failure("fcntl") }
-            return flags
+            saved.append((descriptor, flags))
         }
-        defer { for (descriptor, flags) in zip(inherited, flags) { _ = fcntl(descriptor, F_SETFD, flags) } }
-        return try (1..<count).map { index in
-            let pid = try spawn(executable, arguments: ["serve"], environment: environment)
-            Log.info("worker_process_started", ["index": index, "pid": pid])
-            return pid
-        }
+        let pid = try spawn(executable, arguments: ["serve"], environment: environment)
+        Log.info("worker_process_started", ["index": index, "pid": pid])
+        return pid
     }
 
-    /// Sends `signal` to every copy.
-    static func signal(_ children: [pid_t], _ signal: Int32) {
-        for child in children { kill(child, signal) }
-    }
-
-    /// Waits (off the loop) until every copy has exited; logs how each ended.
-    static func waitForExit(_ children: [pid_t]) async {
-        guard !children.isEmpty else { return }
-        let statuses = await withCheckedContinuation { (continuation: CheckedContinuation<[Int32], Never>) in
+    /// Waits (off the loop, on a thread of its own) until `child` has exited; its wait status.
+    static func exitStatus(of child: pid_t) async -> Int32 {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
             Thread.detachNewThread {
-                continuation.resume(returning: children.map { child in
-                    var status: Int32 = 0
-                    while waitpid(child, &status, 0) < 0 && errno == EINTR {}
-                    return status
-                })
+                var status: Int32 = 0
+                while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+                continuation.resume(returning: status)
             }
         }
-        for (child, status) in zip(children, statuses) {
-            // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
-            let signal = status & 0x7f
-            if signal == 0 {
-                Log.info("worker_process_exited", ["pid": child, "status": (status >> 8) & 0xff])
-            } else {
-                Log.warning("worker_process_exited", ["pid": child, "signal": signal])
-            }
+    }
+
+    /// Logs how `child` ended (`status` as `waitpid` gives it): at `info` for an exit the first process asked
+    /// for, else at `warn`.
+    static func logExit(_ child: pid_t, status: Int32, expected: Bool) {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+        let signal = status & 0x7f
+        let code: Int32? = signal == 0 ? (status >> 8) & 0xff : nil
+        if expected && signal == 0 {
+            Log.info("worker_process_exited", ["pid": child, "status": code])
+        } else {
+            Log.warning("worker_process_exited", ["pid": child, "status": code, "signal": signal == 0 ? nil : signal, "expected": expected])
         }
     }
 
