@@ -102,6 +102,8 @@ public final class ServerAPIClient {
         while true {
             switch action {
             case .send(let environment):
+                // No time left to wait (`wait_ms=0`, or spent on earlier calls): Apple is not asked.
+                guard Date() < deadline else { return .retryLater(until: nil, detail: "no time was left to wait for Apple") }
                 if let blocked: ServerAPIResult<Answer> = await admit(endpoint.budgetKey(in: environment), deadline: deadline) {
                     return blocked
                 }

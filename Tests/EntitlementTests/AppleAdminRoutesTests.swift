@@ -124,6 +124,14 @@ import Testing
             #expect(try await service.sql("SELECT 1 FROM app_store_transactions").isEmpty)
             // Apple back: the same order attaches.
             #expect(try await service.request("POST", "/v1/admin/users/u4/apple-orders", json: "{\"order_id\": \"\(order)\"}", key: Self.admin).status == 200)
+
+            // No time to wait (`wait_ms=0`): both calls answer 503 at once, and Apple is not asked.
+            let asked = try await service.fakeCall("GET", "/control/server-api/requests").json()["counts"] as? [String: Int] ?? [:]
+            let noWait = try await service.request("POST", "/v1/admin/users/u4/apple-orders?wait_ms=0", json: "{\"order_id\": \"\(order)\"}", key: Self.admin)
+            #expect(noWait.status == 503, "\(noWait.text)")
+            let refreshNoWait = try await service.request("POST", "/v1/admin/users/u4/refresh?wait_ms=0", key: Self.admin)
+            #expect(refreshNoWait.status == 503, "\(refreshNoWait.text)")
+            #expect(try await service.fakeCall("GET", "/control/server-api/requests").json()["counts"] as? [String: Int] ?? [:] == asked)
         }
     }
 

@@ -93,10 +93,10 @@ struct AppleAccountSync {
         return listed
     }
 
-    /// The milliseconds left until `deadline`, at least 1.
+    /// The milliseconds left until `deadline` (0 once it has passed: the call then asks nothing of Apple).
     private static func left(_ deadline: ContinuousClock.Instant) -> Int {
         let left = ContinuousClock.now.duration(to: deadline).components
-        return max(1, Int(left.seconds) * 1_000 + Int(left.attoseconds / 1_000_000_000_000_000))
+        return max(0, Int(left.seconds) * 1_000 + Int(left.attoseconds / 1_000_000_000_000_000))
     }
 
     /// The answer of `result` and its environment, or the failure it comes to.
