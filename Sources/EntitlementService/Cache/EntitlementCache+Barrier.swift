@@ -12,6 +12,7 @@ extension EntitlementCache {
     /// cache is cleared instead. A cache that is not serving has nothing to bring up to date (but its copies'
     /// caches still hear the count).
     func barrier() async {
+        guard capacity > 0 else { return }  // no process of this address caches anything
         let count = writes?.increment()
         guard isServing || count != nil else { return }
         barriers += 1
