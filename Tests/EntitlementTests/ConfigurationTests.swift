@@ -167,4 +167,15 @@ import X509
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [:]).validateForServing() }
         try Configuration(environment: ["DATABASE_URL": "dbname=x"]).validateForServing()
     }
+
+    /// A DATABASE_URL libpq cannot read stops start-up naming the variable, never its text (libpq's own message
+    /// quotes the fragment around the fault, which may be the password).
+    @Test func aMalformedDatabaseURLIsNamedNotShown() {
+        for url in ["host=127.0.0.1 port=1 password=Sup3r Secret99", "postgresql://u:pw%zzSECRET@127.0.0.1:1/db"] {
+            #expect { _ = try Configuration(environment: ["DATABASE_URL": url]) } throws: { error in
+                let text = "\(error)"
+                return (error as? ConfigurationError)?.variable == "DATABASE_URL" && !text.contains("Secret") && !text.contains("SECRET")
+            }
+        }
+    }
 }

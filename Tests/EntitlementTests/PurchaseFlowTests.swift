@@ -171,6 +171,51 @@ struct PurchaseFlowTests {
         }
     }
 
+    /// Under `transfer` the latest restore wins, whatever order Apple's answers come in: a post verified late
+    /// (Apple down meanwhile) does not take back what another user restored after it, and a later post verified
+    /// first is moved on to by nothing older.
+    @Test func aLateVerifiedOlderPostDoesNotTakeBackALaterRestore() async throws {
+        try await ServiceHarness.run(["RESTORE_POLICY": "transfer"]) { service in
+            // u1 posts while Apple is down (pending); u2 posts the same purchase once Apple is back (verified
+            // at once); then u1's submission is verified by the retry worker.
+            let first = receipt { $0.addPurchase("com.example.lifetime", transactionID: "late-1", purchased: now) }
+            service.appleOutage(true)
+            let pending = try await service.post(first, for: "late-u1", waitMs: 0)
+            #expect(pending.status == 202, "\(pending.text)")
+            let id = try #require(try pending.json()["verification_id"] as? String)
+            service.appleOutage(false)
+            #expect(try await service.post(first, for: "late-u2").status == 200)
+            #expect(try await service.awaitResolution(id)["status"] as? String == "verified")
+            #expect(try await service.entitlements("late-u2").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("late-u1").entitlement("pro") == nil)
+            #expect(try await service.sql("SELECT 1 FROM audit_events WHERE action = 'ownership.transfer' AND subject = 'late-1'").isEmpty)
+
+            // Both posted while Apple is down, u1 first: whichever is verified first, u2 (the later post) ends up owning it.
+            let second = receipt { $0.addPurchase("com.example.lifetime", transactionID: "late-2", purchased: now) }
+            service.appleOutage(true)
+            let older = try await service.post(second, for: "late-u1", waitMs: 0)
+            let newer = try await service.post(second, for: "late-u2", waitMs: 0)
+            service.appleOutage(false)
+            for answer in [older, newer] {
+                #expect(try await service.awaitResolution(try #require(try answer.json()["verification_id"] as? String))["status"] as? String == "verified")
+            }
+            let owner = try await service.sql("SELECT user_id FROM purchase_owners WHERE original_transaction_id = 'late-2'")
+            #expect(try owner.first?.string("user_id") == "late-u2")
+        }
+    }
+
+    /// A consumable quantity no store sells (its credit past 10^12) is not credited, and nothing traps: the
+    /// receipt is verified and the service goes on serving.
+    @Test func anAbsurdConsumableQuantityIsNotCreditedAndTrapsNothing() async throws {
+        try await ServiceHarness.run { service in
+            let absurd = receipt { $0.addPurchase("com.example.coins.100", transactionID: "huge-1", purchased: now, quantity: 100_000_000_000_000_000) }
+            let answer = try await service.post(absurd, for: "huge-user")
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect((try answer.json()["consumables"] as? [String: Any])?["coins"] == nil)
+            #expect(try await service.request("GET", "/healthz").status == 200)
+        }
+    }
+
     @Test func aSecondUserIsRefusedUnderKeep() async throws {
         try await ServiceHarness.run(["RESTORE_POLICY": "keep"]) { service in
             let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "kp-1", purchased: now) }

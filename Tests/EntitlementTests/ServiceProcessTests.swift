@@ -150,6 +150,18 @@ struct ServiceProcessTests {
         await setup.tearDown()
     }
 
+    /// A start-up failure past the configuration (here a catalog file that is not there) is one log line, not
+    /// that line and a copy of it, and exit status 1.
+    @Test func aStartupFailureIsOneLine() async throws {
+        let setup = try await setUp()
+        let environment = setup.environment.merging(["PRODUCTS_FILE": "/nonexistent/products.json"]) { $1 }
+        let broken = try await offLoop { try ServiceProcess(environment: environment, waitUntilServing: false) }
+        #expect(try await offLoop { broken.waitForExit(timeout: 30) } == 1)
+        let lines = broken.log.split(separator: "\n").filter { $0.contains("level=error") || !$0.hasPrefix("ts=") }
+        #expect(lines.count == 1 && lines[0].contains("event=startup_failed") && lines[0].contains("PRODUCTS_FILE"), "\(broken.log)")
+        await setup.tearDown()
+    }
+
     /// `WORKERS=2`: a copy killed while the service runs is logged and replaced; the replacement serves on the
     /// same socket and stops with the rest.
     @Test func aCopyThatDiesIsReplaced() async throws {

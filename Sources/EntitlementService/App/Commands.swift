@@ -46,8 +46,7 @@ enum Commands {
             Log.error("startup_failed", ["error": error.description])
             return 1
         } catch {
-            Log.error("startup_failed", ["error": String(describing: error)])
-            FileHandle.standardError.write(Data("entitlement-service: \(error)\n".utf8))
+            Log.error("startup_failed", ["error": String(describing: error)])  // one line, as for the other failures
             return 1
         }
     }

@@ -64,6 +64,10 @@ struct Configuration: Sendable {
         }
         port = try reader.int("PORT", default: 8080, in: 0...65535)
         databaseURL = reader.string("DATABASE_URL")
+        if let databaseURL, !PostgresConnection.acceptsConninfo(databaseURL) {
+            // Not echoed: it may hold a password.
+            throw ConfigurationError(variable: "DATABASE_URL", problem: "is not a libpq connection string (key=value pairs) or postgresql:// URI")
+        }
         databasePoolSize = try reader.int("DATABASE_POOL_SIZE", default: 8, in: 1...500)
         databaseReadPoolSize = try reader.int("DATABASE_READ_POOL_SIZE", default: 2, in: 1...500)
         appleSharedSecret = reader.string("APPLE_SHARED_SECRET")

@@ -82,6 +82,9 @@ struct PurchaseRecorder {
         /// The App Store order ID an admin attached these purchases by (`POST /v1/admin/users/{user_id}/apple-orders`):
         /// the recording is audited as `apple_order.attach` in its transaction.
         var appleOrderID: String? = nil
+        /// When the poster posted what is recorded, for a submission verified after its request (nil: now). A
+        /// purchase another user came to own after that keeps its owner: the newer restore stands.
+        var postedAt: Date? = nil
     }
 
     /// The `after` of an `apple_order.attach` audit event.
@@ -196,12 +199,13 @@ struct PurchaseRecorder {
         guard !purchases.isEmpty else { return ([], []) }
 
         // Claim what nobody owns yet; the unique key settles concurrent claims.
-        let claimed = try await owners.claimUnowned(purchases.mapValues { $0.orderUser ?? context.poster }, on: connection)
+        let claimed = try await owners.claimUnowned(purchases.mapValues { $0.orderUser ?? context.poster }, postedAt: context.postedAt,
+                                                    on: connection)
         guard context.movesOwnership else { return ([], claimed) }
-        let current = try await owners.owners(of: purchases.keys.sorted(), locking: true, on: connection)
+        let current = try await owners.lockedOwners(of: purchases.keys.sorted(), on: connection)
 
         var transfers: [(from: String, to: String)] = []
-        for (id, owner) in current.sorted(by: { $0.key < $1.key }) {
+        for (id, (owner, since)) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id] else { continue }
             switch OwnershipRules.decide(currentOwner: owner, poster: context.poster, orderUser: purchase.orderUser,
                                          transferOnRestore: restorePolicy == .transfer) {
@@ -211,8 +215,12 @@ struct PurchaseRecorder {
                 throw OwnershipConflict(originalTransactionID: id, owner: owner)
             case .transfer where purchase.consumable:
                 continue  // a credit stays where it was made (it may be spent): the consumable is not moved
+            case .transfer(let from, let to) where purchase.orderUser == nil && context.postedAt.map({ since > $0 }) == true:
+                // Restored by its owner after this (late-verified) post: the newer restore stands.
+                Log.info("ownership_kept", ["original_transaction_id": id, "owner": from, "poster": to, "reason": "newer_claim"])
+                continue
             case .transfer(let from, let to):
-                try await owners.transfer(id, to: to, on: connection)
+                try await owners.transfer(id, to: to, postedAt: context.postedAt, on: connection)
                 try await AuditStore().record(actor: context.actor, action: .ownershipTransfer, subject: id, userID: to,
                                               before: try PostgresJSON(encoding: ["user_id": from]),
                                               after: try PostgresJSON(encoding: ["user_id": to]), on: connection)
@@ -256,13 +264,21 @@ struct PurchaseRecorder {
         }
     }
 
-    /// What each consumable transaction credits: the product's amount times the quantity bought.
+    /// What each consumable transaction credits: the product's amount times the quantity bought. A credit past
+    /// ``ConsumableCredit/maximum`` (a quantity no store sells) is left out and logged, rather than trapping or
+    /// overflowing the balance.
     static func consumableCredits(_ transactions: [StoreTransaction], catalog: Catalog) -> [ConsumableCredit] {
         transactions.compactMap { transaction in
             guard let product = catalog.product(transaction.productID), product.type == .consumable,
                   let currency = product.currency, let amount = product.amount else { return nil }
+            let (credit, overflow) = amount.multipliedReportingOverflow(by: max(1, transaction.quantity))
+            guard !overflow, credit <= ConsumableCredit.maximum else {
+                Log.error("consumable_credit_refused", ["transaction_id": transaction.transactionID, "product_id": transaction.productID,
+                                                        "amount": amount, "quantity": transaction.quantity])
+                return nil
+            }
             return ConsumableCredit(transactionID: transaction.transactionID, originalTransactionID: transaction.originalTransactionID,
-                                    currency: currency, amount: amount * max(1, transaction.quantity))
+                                    currency: currency, amount: credit)
         }
     }
 }

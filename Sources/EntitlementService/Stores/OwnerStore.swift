@@ -1,4 +1,5 @@
 import ServiceRuntime
+import Foundation
 
 /// The `purchase_owners` table: who owns each purchase (an original transaction id and every transaction
 /// sharing it). Rows are claimed and locked in id order in every transaction, so concurrent recordings cannot
@@ -17,15 +18,16 @@ struct OwnerStore {
 
     /// Records owners for purchases nobody owns yet (`owners` maps original transaction ids to users); the
     /// unique key settles concurrent claims, and purchases already owned keep their owner. Returns the purchases
-    /// this call claimed, in id order.
-    func claimUnowned(_ owners: [String: String], on db: some PostgresQueryable) async throws -> [String] {
+    /// this call claimed, in id order. `postedAt`: when the claim was posted (nil: now), kept as `acquired_at`,
+    /// the instant later claims are weighed against.
+    func claimUnowned(_ owners: [String: String], postedAt: Date? = nil, on db: some PostgresQueryable) async throws -> [String] {
         let claims = owners.sorted { $0.key < $1.key }
         return try await db.query("""
-            INSERT INTO purchase_owners (original_transaction_id, user_id)
-            SELECT * FROM unnest($1, $2)
+            INSERT INTO purchase_owners (original_transaction_id, user_id, acquired_at)
+            SELECT id, user_id, coalesce($3, now()) FROM unnest($1::text[], $2::text[]) AS c(id, user_id)
             ON CONFLICT (original_transaction_id) DO NOTHING
             RETURNING original_transaction_id
-            """, [claims.map(\.key), claims.map(\.value)]).rows.map { try $0.string("original_transaction_id") }.sorted()
+            """, [claims.map(\.key), claims.map(\.value), postedAt]).rows.map { try $0.string("original_transaction_id") }.sorted()
     }
 
     /// The users owning a purchase with a transaction of `productID`: those whose entitlements the product's
@@ -37,17 +39,10 @@ struct OwnerStore {
             """, [productID]).rows.map { try $0.string("user_id") })
     }
 
-    /// The owners of those of `originalTransactionIDs` that have one. With `locking`, their rows stay locked
-    /// (in id order) until the caller's transaction ends.
-    func owners(of originalTransactionIDs: [String], locking: Bool = false,
-                on db: some PostgresQueryable) async throws -> [String: String] {
+    /// The owners of those of `originalTransactionIDs` that have one.
+    func owners(of originalTransactionIDs: [String], on db: some PostgresQueryable) async throws -> [String: String] {
         guard !originalTransactionIDs.isEmpty else { return [:] }
-        let rows = try await db.query(locking ? """
-            SELECT original_transaction_id, user_id FROM purchase_owners
-             WHERE original_transaction_id = ANY($1)
-             ORDER BY original_transaction_id
-               FOR UPDATE
-            """ : """
+        let rows = try await db.query("""
             SELECT original_transaction_id, user_id FROM purchase_owners WHERE original_transaction_id = ANY($1)
             """, [originalTransactionIDs]).rows
         var owners: [String: String] = [:]
@@ -67,10 +62,26 @@ struct OwnerStore {
             """, [transactionID]).rows.first.map { try $0.string("user_id") }
     }
 
-    /// Moves a purchase to `userID`.
-    func transfer(_ originalTransactionID: String, to userID: String, on db: some PostgresQueryable) async throws {
+    /// The owners of those of `originalTransactionIDs` that have one, with when each came to own it, their rows
+    /// locked (in id order) until the caller's transaction ends.
+    func lockedOwners(of originalTransactionIDs: [String], on db: some PostgresQueryable) async throws -> [String: (user: String, since: Date)] {
+        guard !originalTransactionIDs.isEmpty else { return [:] }
+        var owners: [String: (user: String, since: Date)] = [:]
+        for row in try await db.query("""
+            SELECT original_transaction_id, user_id, acquired_at FROM purchase_owners
+             WHERE original_transaction_id = ANY($1)
+             ORDER BY original_transaction_id
+               FOR UPDATE
+            """, [originalTransactionIDs]).rows {
+            owners[try row.string("original_transaction_id")] = (try row.string("user_id"), try row.date("acquired_at"))
+        }
+        return owners
+    }
+
+    /// Moves a purchase to `userID`, whose claim was posted at `postedAt` (nil: now).
+    func transfer(_ originalTransactionID: String, to userID: String, postedAt: Date?, on db: some PostgresQueryable) async throws {
         _ = try await db.query("""
-            UPDATE purchase_owners SET user_id = $2, acquired_at = now() WHERE original_transaction_id = $1
-            """, [originalTransactionID, userID])
+            UPDATE purchase_owners SET user_id = $2, acquired_at = coalesce($3, now()) WHERE original_transaction_id = $1
+            """, [originalTransactionID, userID, postedAt])
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 @Loop
 struct SubmissionStore {
     /// The columns a lease holder reads.
-    private static let claimedColumns = "verification_id, claim_id, user_id, receipt_data, order_id, attempts"
+    private static let claimedColumns = "verification_id, claim_id, user_id, receipt_data, order_id, attempts, posted_at"
 
     /// Stores a submission, already claimed for `lease` by the caller, or finds the identical one (same user,
     /// same receipt) still in flight. The claim is returned only when the submission was created.
@@ -18,14 +18,14 @@ struct SubmissionStore {
             INSERT INTO receipt_submissions (user_id, receipt_data, receipt_sha256, order_id, claimed_until, claim_id, attempts)
             VALUES ($1, $2, sha256(convert_to($2, 'UTF8')), $3, now() + $4, gen_random_uuid(), 1)
             ON CONFLICT (user_id, receipt_sha256) WHERE status IN ('pending', 'failed')
-            DO UPDATE SET updated_at = now()
-            RETURNING verification_id, claim_id, (xmax = 0) AS created
+            DO UPDATE SET updated_at = now(), posted_at = now()
+            RETURNING verification_id, claim_id, posted_at, (xmax = 0) AS created
             """, [userID, receiptData, orderID, lease]).single()
         let verificationID = try row.uuid("verification_id")
         guard try row.bool("created") else { return (verificationID, nil) }
         return (verificationID, ClaimedSubmission(
             claim: SubmissionClaim(verificationID: verificationID, claimID: try row.uuid("claim_id")),
-            userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1))
+            userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1, postedAt: try row.date("posted_at")))
     }
 
     /// Claims a submission still in flight for one verification attempt, unless a live lease holds it.
@@ -134,7 +134,7 @@ struct SubmissionStore {
         ClaimedSubmission(
             claim: SubmissionClaim(verificationID: try row.uuid("verification_id"), claimID: try row.uuid("claim_id")),
             userID: try row.string("user_id"), receiptData: try row.string("receipt_data"),
-            orderID: try row.optionalUUID("order_id"), attempts: try row.int("attempts"))
+            orderID: try row.optionalUUID("order_id"), attempts: try row.int("attempts"), postedAt: try row.date("posted_at"))
     }
 
     private static func submission(_ row: PostgresRow) throws -> Submission {

@@ -10,14 +10,10 @@ enum ExpirationWorker {
     static let batchSize = 100
 
     static func make(db: PostgresPool, events: EventRecorder, intervalMs: UInt64) -> PeriodicWorker {
+        // A failing run (PostgreSQL down) is logged by the worker once per outage, not every 500 ms.
         PeriodicWorker(name: "expirations", intervalMs: intervalMs) {
-            do {
-                let taken = try await db.transaction { try await events.catchUp(limit: batchSize, now: Date(), on: $0) }
-                return taken == batchSize
-            } catch {
-                Log.error("expiration_worker_failed", ["error": String(describing: error)])
-                return false
-            }
+            let taken = try await db.transaction { try await events.catchUp(limit: batchSize, now: Date(), on: $0) }
+            return taken == batchSize
         }
     }
 }

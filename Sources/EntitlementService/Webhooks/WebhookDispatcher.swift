@@ -25,6 +25,8 @@ final class WebhookDispatcher {
     private var outcomes: [DeliveryOutcome] = []
     private var recording: Task<Void, Never>?
     private var stopped = false
+    /// Whether claims succeed, so that a database outage is logged once, not at every poll.
+    private var claimHealth = WorkerHealth()
 
     /// - Parameter conninfo: the database, for a listener on `webhook_events` (new pending events wake the
     ///   dispatcher at commit); nil to rely on polling alone.
@@ -96,8 +98,14 @@ final class WebhookDispatcher {
         let claims: [DeliveryClaim]
         do {
             claims = try await store.claimDue(limit: free, now: Date(), leaseMs: settings.leaseMs, on: db)
+            if case .recovered(let failed) = claimHealth.runSucceeded() { Log.info("webhook_claims_recovered", ["failed_claims": failed]) }
         } catch {
-            Log.warning("webhook_claim_failed", ["error": String(describing: error)])
+            // Polled every `pollMs`: an outage is logged when it begins, each failure after that only at debug.
+            if case .failing(let first) = claimHealth.runFailed(String(describing: error)) {
+                Log.warning("webhook_claim_failing", ["error": first])
+            } else {
+                Log.debug("webhook_claim_failed", ["error": String(describing: error)])
+            }
             return false
         }
         for claim in claims {

@@ -10,6 +10,12 @@ import Foundation
 /// may be submitted concurrently; they run one after another in submission order.
 @Loop
 public final class PostgresConnection {
+    /// Whether libpq reads `conninfo` (a key=value string or `postgresql://` URI), for checking a setting at
+    /// start-up without connecting.
+    public nonisolated static func acceptsConninfo(_ conninfo: String) -> Bool {
+        (try? PostgresConnectionSettings(conninfo: conninfo)) != nil
+    }
+
     private typealias Machine = PostgresConnectionStateMachine
 
     /// Whether the server considers a transaction open on this connection (`PQtransactionStatus`).

@@ -8,16 +8,16 @@ import Foundation
 struct PostgresConnectionSettings {
     private(set) var parameters: [(keyword: String, value: String)]
 
-    /// Parses `conninfo` with `PQconninfoParse`; a malformed one fails here with libpq's explanation.
+    /// Parses `conninfo` with `PQconninfoParse`; a malformed one fails here. libpq's explanation quotes the
+    /// text around the fault, which may be a password, so it is not passed on.
     init(conninfo: String) throws {
         guard !conninfo.containsNULByte else {
             throw PostgresError(kind: .connection, message: "the connection string contains a NUL byte")
         }
         var errorMessage: UnsafeMutablePointer<CChar>?
         guard let options = PQconninfoParse(conninfo, &errorMessage) else {
-            let message = errorMessage.map { PostgresLibpq.trimmed(String(cString: $0)) } ?? "out of memory"
             if let errorMessage { PQfreemem(errorMessage) }
-            throw PostgresError(kind: .connection, message: "invalid connection string: \(message)")
+            throw PostgresError(kind: .connection, message: "invalid connection string: not a libpq key=value string or URI")
         }
         defer { PQconninfoFree(options) }
         var parameters: [(keyword: String, value: String)] = []
