@@ -163,13 +163,20 @@ struct ServiceProcessTests {
     }
 
     /// `WORKERS=2`: a copy killed while the service runs is logged and replaced; the replacement serves on the
-    /// same socket and stops with the rest.
+    /// same socket and stops with the rest, and does not import `PRODUCTS_FILE` again over the catalog edits
+    /// made since the start.
     @Test func aCopyThatDiesIsReplaced() async throws {
         let setup = try await setUp()
-        let service = try await offLoop { try ServiceProcess(environment: setup.environment.merging(["WORKERS": "2"]) { $1 }) }
+        let environment = setup.environment.merging(["WORKERS": "2", "ADMIN_API_KEYS": ServiceHarness.adminKey]) { $1 }
+        let service = try await offLoop { try ServiceProcess(environment: environment) }
         let (port, parent) = (service.port, service.process.processIdentifier)
         _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 2 }
         let child = try #require(service.servingPIDs(port: port).first { $0 != parent }, "\(service.log)")
+        let admin = [("Authorization", "Bearer \(ServiceHarness.adminKey)")]
+        let edit = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request(
+            "PUT", "/v1/admin/products/com.example.lifetime", headers: admin,
+            body: #"{"type": "non_consumable", "entitlements": ["edited-by-admin"]}"#))
+        #expect(edit.status == 200 || edit.status == 201, "\(edit.text)")
         kill(child, SIGKILL)
         _ = await eventually(timeout: 30) { service.servingPIDs(port: port).count == 3 }
         let pids = service.servingPIDs(port: port)
@@ -184,6 +191,9 @@ struct ServiceProcessTests {
             }
         }
         #expect(answered, "the replacement accepts on the shared socket")
+        let catalog = try await RawHTTPClient.exchange(port: port, RawHTTPClient.request("GET", "/v1/admin/products", headers: admin))
+        #expect(catalog.text.contains("edited-by-admin"), "the replacement left the edit in place: \(catalog.text)")
+        #expect(service.log.split(separator: "\n").filter { $0.contains("event=catalog_imported") }.count == 1, "\(service.log)")
         service.signal(SIGTERM)
         #expect(try await offLoop { service.waitForExit(timeout: 20) } == 0)
         #expect(service.log.contains("event=stopped pid=\(replacement)"), "\(service.log)")

@@ -32,8 +32,10 @@ final class Application {
     static let notificationLease = Duration.seconds(10)
 
     /// Connects, migrates, imports the catalog and wires every route; nothing listens yet. `writes` is the count
-    /// of answered writes shared with the `WORKERS` copies on the same socket (nil when serving alone).
-    init(configuration: Configuration, migrationsDirectory: URL, writes: SharedCounter? = nil) async throws {
+    /// of answered writes shared with the `WORKERS` copies on the same socket (nil when serving alone). A copy
+    /// (`isCopy`) neither migrates nor imports `PRODUCTS_FILE`: its first process did both before starting it, and
+    /// a copy started later to replace one that died must not undo the catalog edits made since.
+    init(configuration: Configuration, migrationsDirectory: URL, writes: SharedCounter? = nil, isCopy: Bool = false) async throws {
         self.configuration = configuration
         guard let databaseURL = configuration.databaseURL else {
             throw ConfigurationError(variable: "DATABASE_URL", problem: "is required (a libpq conninfo or URI)")
@@ -41,11 +43,13 @@ final class Application {
         pool = PostgresPool(conninfo: databaseURL, size: configuration.databasePoolSize)
         readPool = PostgresPool(conninfo: databaseURL, size: configuration.databaseReadPoolSize)
         snapshots = UserSnapshotLoader(pool: readPool)
-        let applied = try await Migrator(pool: pool, directory: migrationsDirectory).run()
-        Log.info("migrations_applied", ["count": applied.count])
+        if !isCopy {
+            let applied = try await Migrator(pool: pool, directory: migrationsDirectory).run()
+            Log.info("migrations_applied", ["count": applied.count])
+        }
 
         let catalog = CatalogCache(db: pool)
-        if let file = configuration.productsFile {
+        if let file = configuration.productsFile, !isCopy {
             let imported = try await CatalogEditor(db: pool, catalog: catalog).importFile(file)
             Log.info("catalog_imported", ["file": file, "products": imported.products, "stored": imported.stored])
         }

@@ -30,7 +30,7 @@ enum Commands {
                 if inherited == nil { configuration.logWarnings(openFileLimit: openFiles) }
                 let writes = try WorkerProcesses.sharedWrites(environment: environment, count: copies)
                 let application = try await Application(configuration: configuration, migrationsDirectory: migrationsDirectory(configuration),
-                                                        writes: writes)
+                                                        writes: writes, isCopy: inherited != nil)
                 _ = try application.start(socket: socket)
                 let copiesWatch = try WorkerSupervisor(count: copies, socket: socket, writes: writes)
                 await application.runUntilSignalled { copiesWatch.signal($0) }
