@@ -123,6 +123,21 @@ import Testing
         }
     }
 
+    /// The catalog's cached copy is not served while a `WORKERS` copy's write may not have been heard yet: a
+    /// product changed through one copy reads at once on the others.
+    @Test @Loop func aCachedCatalogIsNotServedWhileACopysWriteIsUnheard() async throws {
+        try await TestDatabase.withMigratedDatabase { url, pool in
+            let catalog = CatalogCache(db: pool)
+            var unheard = false
+            catalog.hasUnheardWrites = { unheard }
+            #expect(try await catalog.current().product("late") == nil)
+            _ = try await pool.query("INSERT INTO products (product_id, type, entitlements) VALUES ('late', 'non_consumable', '{pro}')")
+            #expect(try await catalog.current().product("late") == nil, "within its age the cached copy serves")
+            unheard = true
+            #expect(try await catalog.current().product("late") != nil)
+        }
+    }
+
     /// A catalog change empties every cache; so does the listener's loss, and it serves again once back.
     @Test @Loop func catalogChangesAndReconnectsEmptyTheCache() async throws {
         try await TestDatabase.withMigratedDatabase { url, pool in

@@ -13,6 +13,10 @@ final class CatalogCache {
     private var loading: Task<(Catalog, Int64), any Error>?
     /// Bumped by `invalidate()`, so a load that began before an invalidation is not cached as current.
     private var generation = 0
+    /// True while a write answered by a `WORKERS` copy of this process may not have reached it yet
+    /// (``EntitlementCache/hasUnheardWrites(now:)``): the cached copy is then not served, so a catalog change
+    /// answered by one copy is read at once on every other.
+    var hasUnheardWrites: @Loop () -> Bool = { false }
 
     init(db: PostgresPool, maxAgeMs: UInt64 = 1_000) {
         self.db = db
@@ -22,7 +26,7 @@ final class CatalogCache {
     /// The catalog as of at most `maxAgeMs` ago; concurrent callers share one load.
     func current() async throws -> Catalog {
         let now = EventLoop.shared.now
-        if let cached, now &- cached.loadedAt < maxAgeMs { return cached.catalog }
+        if let cached, now &- cached.loadedAt < maxAgeMs, !hasUnheardWrites() { return cached.catalog }
         if let loading { return try await loading.value.0 }
         let started = generation
         let task = Task.onLoop { try await self.load() }
