@@ -227,6 +227,24 @@ import Testing
         #expect(try await connection.pipeline([PostgresStatement("SELECT 1/$1::int AS q", [1])])[0].rows[0].int("q") == 1)
     }
 
+    /// A column's type changed under prepared statements (a migration run by another process) fails them once
+    /// with `0A000`; the connection prepares them again from the next use on instead of failing for good.
+    @Test @Loop func aStatementPreparedBeforeAColumnTypeChangeIsPreparedAgain() async throws {
+        let connection = try await connect()
+        defer { connection.close() }
+        let table = TestDatabase.uniqueTableName("retyped")
+        let migrator = try await connect()
+        defer { migrator.close() }
+        _ = try await migrator.query("CREATE TABLE \(table) (id int PRIMARY KEY, quantity int NOT NULL)")
+        _ = try await migrator.query("INSERT INTO \(table) VALUES (1, 5)")
+        let read = PostgresStatement("SELECT * FROM \(table) WHERE id = $1", [1])
+        #expect(try await connection.pipeline([read])[0].rows[0].int("quantity") == 5)
+        _ = try await migrator.query("ALTER TABLE \(table) ALTER COLUMN quantity TYPE bigint")
+        await #expect { _ = try await connection.pipeline([read]) } throws: { ($0 as? PostgresError)?.isStalePreparedPlan == true }
+        #expect(try await connection.pipeline([read])[0].rows[0].int("quantity") == 5)
+        _ = try await migrator.query("DROP TABLE \(table)")
+    }
+
     /// What a failed pipeline prepared before its failure stays prepared on the server and is used from then
     /// on: the next pipelines prepare nothing twice. A statement that did not parse is not recorded.
     @Test @Loop func aFailedPipelineKeepsWhatItPrepared() async throws {

@@ -279,6 +279,11 @@ public final class PostgresConnection {
                 // Up to the first failure every step has its result here, in order; after it, none has.
                 for step in done.preparing where step.position < done.results.count { prepared[StatementText(sql: step.sql)] = step.name }
                 if let error = done.error {
+                    if error.isStalePreparedPlan, !prepared.isEmpty {
+                        // Prepared before the tables changed: prepared again under new names from the next use on.
+                        Log.warning("postgres_prepared_statements_reset", ["backend_pid": backendPID, "statements": prepared.count])
+                        prepared.removeAll()
+                    }
                     done.continuation.resume(throwing: error)
                 } else {
                     let hidden = Set(done.preparing.map(\.position))
