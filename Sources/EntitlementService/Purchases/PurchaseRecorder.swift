@@ -82,8 +82,9 @@ struct PurchaseRecorder {
         /// The App Store order ID an admin attached these purchases by (`POST /v1/admin/users/{user_id}/apple-orders`):
         /// the recording is audited as `apple_order.attach` in its transaction.
         var appleOrderID: String? = nil
-        /// When the poster posted what is recorded, for a submission verified after its request (nil: now). A
-        /// purchase another user came to own after that keeps its owner: the newer restore stands.
+        /// When the poster posted what is recorded (nil: now); for a submission, read from it when recording (its
+        /// user's latest post of it). A purchase another user came to own after that keeps its owner: the newer
+        /// restore stands.
         var postedAt: Date? = nil
     }
 
@@ -104,9 +105,13 @@ struct PurchaseRecorder {
     /// - Throws: `OwnershipConflict` under `keep`; `ClaimSuperseded` when the context's lease no longer holds.
     func record(transactions: [StoreTransaction], renewals: [RenewalInfo], latestReceipt: String?, appleStatus: Int,
                 environment: StoreEnvironment, context: Context) async throws -> RecordedPurchases {
+        var context = context
         let effects = try await db.transaction { connection in
-            if let claim = context.claim, try await !submissions.lockForRecording(claim, on: connection) {
-                throw ClaimSuperseded(verificationID: claim.verificationID)
+            if let claim = context.claim {
+                guard let postedAt = try await submissions.lockForRecording(claim, on: connection) else {
+                    throw ClaimSuperseded(verificationID: claim.verificationID)
+                }
+                context.postedAt = postedAt
             }
             let purchases = transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID)
             try await owners.lockPurchases(purchases, on: connection)
@@ -205,10 +210,13 @@ struct PurchaseRecorder {
         let current = try await owners.lockedOwners(of: purchases.keys.sorted(), on: connection)
 
         var transfers: [(from: String, to: String)] = []
+        var repostedByOwner: [String] = []
         for (id, (owner, since)) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id] else { continue }
             switch OwnershipRules.decide(currentOwner: owner, poster: context.poster, orderUser: purchase.orderUser,
                                          transferOnRestore: restorePolicy == .transfer) {
+            case .unchanged where owner == context.poster && since < (context.postedAt ?? Date()):
+                repostedByOwner.append(id)  // the owner restored it again: their claim is as new as this post
             case .claim, .unchanged:
                 continue
             case .conflict(let owner, _):
@@ -228,6 +236,7 @@ struct PurchaseRecorder {
                 transfers.append((from, to))
             }
         }
+        try await owners.renewClaims(repostedByOwner, postedAt: context.postedAt, on: connection)
         return (transfers, claimed)
     }
 

@@ -86,8 +86,7 @@ final class ReceiptService {
                 do {
                     let recorded = try await recorder.record(
                         response, environment: environment,
-                        context: .init(poster: submission.userID, movesOwnership: true, actor: actor, claim: claim, orderID: submission.orderID,
-                                       postedAt: submission.postedAt))
+                        context: .init(poster: submission.userID, movesOwnership: true, actor: actor, claim: claim, orderID: submission.orderID))
                     Log.info("receipt_verified", ["verification_id": id.lowercasedString, "user_id": submission.userID, "environment": environment.rawValue,
                                                   "apple_status": response.status, "new_transactions": recorded.newTransactions])
                     count("verified", appleStatus: response.status)

@@ -42,8 +42,6 @@ struct ClaimedSubmission: Sendable {
     var orderID: UUID?
     /// Attempts so far, this one included (the retry backoff grows with it).
     var attempts: Int
-    /// When the user last posted the receipt (a repost of one in flight included).
-    var postedAt: Date
 
     var verificationID: UUID { claim.verificationID }
 }

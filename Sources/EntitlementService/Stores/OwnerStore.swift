@@ -78,6 +78,15 @@ struct OwnerStore {
         return owners
     }
 
+    /// Their owners posted `originalTransactionIDs` again at `postedAt` (nil: now): their claims date from then.
+    func renewClaims(_ originalTransactionIDs: [String], postedAt: Date?, on db: some PostgresQueryable) async throws {
+        guard !originalTransactionIDs.isEmpty else { return }
+        _ = try await db.query("""
+            UPDATE purchase_owners SET acquired_at = greatest(acquired_at, coalesce($2, now()))
+             WHERE original_transaction_id = ANY($1)
+            """, [originalTransactionIDs, postedAt])
+    }
+
     /// Moves a purchase to `userID`, whose claim was posted at `postedAt` (nil: now).
     func transfer(_ originalTransactionID: String, to userID: String, postedAt: Date?, on db: some PostgresQueryable) async throws {
         _ = try await db.query("""

@@ -8,7 +8,7 @@ import Foundation
 @Loop
 struct SubmissionStore {
     /// The columns a lease holder reads.
-    private static let claimedColumns = "verification_id, claim_id, user_id, receipt_data, order_id, attempts, posted_at"
+    private static let claimedColumns = "verification_id, claim_id, user_id, receipt_data, order_id, attempts"
 
     /// Stores a submission, already claimed for `lease` by the caller, or finds the identical one (same user,
     /// same receipt) still in flight. The claim is returned only when the submission was created.
@@ -19,13 +19,13 @@ struct SubmissionStore {
             VALUES ($1, $2, sha256(convert_to($2, 'UTF8')), $3, now() + $4, gen_random_uuid(), 1)
             ON CONFLICT (user_id, receipt_sha256) WHERE status IN ('pending', 'failed')
             DO UPDATE SET updated_at = now(), posted_at = now()
-            RETURNING verification_id, claim_id, posted_at, (xmax = 0) AS created
+            RETURNING verification_id, claim_id, (xmax = 0) AS created
             """, [userID, receiptData, orderID, lease]).single()
         let verificationID = try row.uuid("verification_id")
         guard try row.bool("created") else { return (verificationID, nil) }
         return (verificationID, ClaimedSubmission(
             claim: SubmissionClaim(verificationID: verificationID, claimID: try row.uuid("claim_id")),
-            userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1, postedAt: try row.date("posted_at")))
+            userID: userID, receiptData: receiptData, orderID: orderID, attempts: 1))
     }
 
     /// Claims a submission still in flight for one verification attempt, unless a live lease holds it.
@@ -79,14 +79,15 @@ struct SubmissionStore {
             """, [claim.verificationID, claim.claimID, appleStatus, detail]).affectedRows == 1
     }
 
-    /// Locks the submission for recording Apple's acceptance, in the caller's transaction; false when `claim`
-    /// no longer holds it (its lease ran out and another attempt claimed it, or that attempt already finished).
-    func lockForRecording(_ claim: SubmissionClaim, on db: some PostgresQueryable) async throws -> Bool {
-        try await !db.query("""
-            SELECT 1 FROM receipt_submissions
+    /// Locks the submission for recording Apple's acceptance, in the caller's transaction, and returns when its
+    /// user last posted it (a repost while it was being verified included); nil when `claim` no longer holds it
+    /// (its lease ran out and another attempt claimed it, or that attempt already finished).
+    func lockForRecording(_ claim: SubmissionClaim, on db: some PostgresQueryable) async throws -> Date? {
+        try await db.query("""
+            SELECT posted_at FROM receipt_submissions
              WHERE verification_id = $1 AND claim_id = $2 AND status IN ('pending', 'failed')
                FOR UPDATE
-            """, [claim.verificationID, claim.claimID]).rows.isEmpty
+            """, [claim.verificationID, claim.claimID]).rows.first.map { try $0.date("posted_at") }
     }
 
     /// Marks the submission verified, in the transaction that recorded its purchases.
@@ -134,7 +135,7 @@ struct SubmissionStore {
         ClaimedSubmission(
             claim: SubmissionClaim(verificationID: try row.uuid("verification_id"), claimID: try row.uuid("claim_id")),
             userID: try row.string("user_id"), receiptData: try row.string("receipt_data"),
-            orderID: try row.optionalUUID("order_id"), attempts: try row.int("attempts"), postedAt: try row.date("posted_at"))
+            orderID: try row.optionalUUID("order_id"), attempts: try row.int("attempts"))
     }
 
     private static func submission(_ row: PostgresRow) throws -> Submission {
