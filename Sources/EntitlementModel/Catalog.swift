@@ -77,8 +77,8 @@ public struct Catalog: Sendable, Hashable, Codable {
 ///   every type but `consumable` (which may have none, and may leave the field out);
 /// - `duration`: an ``ISODuration`` of years, months, weeks and days (no clock part), longer than zero; required
 ///   for `non_renewing`;
-/// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer from 1 to ``maximumAmount``):
-///   required for `consumable`;
+/// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer above zero): required for
+///   `consumable`;
 /// - `price`: a decimal string such as `"4.99"`; `price_currency`: three capital letters (ISO 4217);
 /// - `subscription_group`: 1–255 characters.
 ///
@@ -193,11 +193,7 @@ public struct Product: Sendable, Hashable, Codable {
         }
     }
 
-    /// The most one unit of a consumable may credit (10^9): times any quantity a store sells, balances stay far
-    /// from the 64-bit limit.
-    public static let maximumAmount = 1_000_000_000
-
-    private static let amountRule = "must be an integer from 1 to \(maximumAmount)"
+    private static let amountRule = "must be an integer above zero"
     private static let priceRule = "must be a decimal string such as \"4.99\""
 
     /// The first rule this product breaks, in field order.
@@ -236,7 +232,7 @@ public struct Product: Sendable, Hashable, Codable {
         if type == .consumable && currency == nil {
             return problem(.currency, "is required for consumable products")
         }
-        if let amount, !(1...Self.maximumAmount).contains(amount) {
+        if let amount, amount <= 0 {
             return problem(.amount, Self.amountRule)
         }
         if type == .consumable && amount == nil {

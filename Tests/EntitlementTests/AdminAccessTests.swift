@@ -50,6 +50,10 @@ extension AdminTests {
                     #expect(reply.contentType == "application/json", "\(label)")
                     #expect(reply.headers["Cache-Control"] == "no-store", "\(label)")
                 }
+                // A query that gives a name twice is refused for an app key first (403), then for the name (400).
+                #expect(try await service.call("GET", "/v1/admin/audit?limit=5&limit=6", key: .app).status == 403)
+                let twice = try await service.call("GET", "/v1/admin/audit?limit=5&limit=6", key: .admin)
+                #expect(twice.status == 400 && twice.object["field"] as? String == "limit", "\(twice)")
                 // The refused requests changed nothing: one grant made and revoked once, one more grant, one product.
                 let actions = try await service.sql("SELECT action, actor FROM audit_events ORDER BY event_id")
                 #expect(try actions.map { try $0.string("action") } == ["grant.create", "grant.create", "grant.revoke", "product.put"])

@@ -77,8 +77,9 @@ final class Application {
         let reader = EntitlementReader(snapshots: snapshots, catalog: catalog)
         let signatures = SignedDataVerifier(configuration)
         let router = Router()
-        let v1 = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
-                              UniqueQueryNames(), ChangeBarrier(cache: cache))
+        let keyed = router.group("/v1", HTTPResponseHeaders(["Cache-Control": "no-store"]), KeyAuthentication(keys: keys),
+                                 ChangeBarrier(cache: cache))
+        let v1 = keyed.group("", UniqueQueryNames())  // after the scope checks: an app key on an admin route is a 403 first
         SystemRoutes(db: pool).register(on: router)
         ConsoleRoutes().register(on: router)
         PurchaseRoutes(db: pool, receipts: receipts, reader: reader, ledger: ConsumableLedger(db: pool, events: events), orders: OrderStore(),
@@ -88,7 +89,7 @@ final class Application {
                                         lease: Self.notificationLease)
         NotificationRoutes(sharedSecret: configuration.appleSharedSecret, intake: intake)
             .register(on: router.group("/v1", ChangeBarrier(cache: cache)))
-        let admin = v1.group("/admin", AdminScope())
+        let admin = keyed.group("/admin", AdminScope(), UniqueQueryNames())
         AdminRoutes(db: pool, catalog: catalog, events: events).register(on: admin)
         NotificationAdminRoutes(db: pool).register(on: admin)
         WebhookRoutes(db: pool, delivers: configuration.webhooks != nil).register(on: admin)

@@ -14,8 +14,8 @@ struct IdempotencyKeyReused: Error, Sendable {
 
 /// A consumable purchase's credit: `amount` of `currency` for the owner of `originalTransactionID`.
 struct ConsumableCredit: Sendable {
-    /// The largest credit one transaction may make (10^12): a catalog amount of at most 10^9 times a quantity of
-    /// at most 1,000; balances then stay far from the 64-bit limit.
+    /// The largest credit one transaction may make (10^12, far beyond any real catalog amount times a quantity a
+    /// store sells): balances then stay far from the 64-bit limit.
     static let maximum = 1_000_000_000_000
 
     var transactionID: String
