@@ -208,6 +208,7 @@ struct WebhookEventTests {
             #expect(renewed)
             let events = try await Self.events(service, user: "ahead-user")
             #expect(events.map(\.type) == ["initial_purchase", "renewal"])
+            #expect(events.first?.body["transaction_id"] as? String == "ahead-e1", "the purchase names the transaction in force")
             #expect(events.last?.body["transaction_id"] as? String == "ahead-e2")
             let premium = try #require(events.last?.entitlements["premium"] as? [String: Any])
             #expect(premium["active"] as? Bool == true && premium["expires_at"] as? String == RFC3339.string(from: ends.addingTimeInterval(86_400)))

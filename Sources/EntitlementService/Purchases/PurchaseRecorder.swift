@@ -176,7 +176,10 @@ struct PurchaseRecorder {
                       on connection: PostgresConnection) async throws {
         let purchases = Set(effects.transactions.map(\.transaction.originalTransactionID)).sorted()
         let ownersNow = try await owners.owners(of: purchases, on: connection)
-        let report = AppStoreReport(transactions: effects.transactions, newTransactionIDs: effects.newTransactionIDs,
+        // The users are evaluated at `watch.now`: a transaction bought after it (a renewal recorded ahead) is not the
+        // one an event of now names; its own event comes when its period starts.
+        let report = AppStoreReport(transactions: effects.transactions.filter { $0.transaction.purchaseDate <= watch.now },
+                                    newTransactionIDs: effects.newTransactionIDs,
                                     notificationType: notification?.type, subtype: notification?.subtype,
                                     productTypes: watch.catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
         try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in
