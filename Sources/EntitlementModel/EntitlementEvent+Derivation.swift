@@ -5,8 +5,9 @@ extension DerivedEntitlementEvent {
     /// (an event is due exactly when what `GET /v1/users/{user_id}/entitlements` answers changes).
     ///
     /// Admin actions (grants and catalog changes), spends and transfers name their own type (a transfer carries the
-    /// purchase it is about); time alone names an `expiration` when an end passed, else the change it brought
-    /// (a renewal Apple recorded ahead of its date, a product change), with the purchase and its newest transaction. For Apple's data the type comes from
+    /// purchase it is about); time alone names an `expiration` when an end passed (a `product_change` when the
+    /// same subscription goes on as another product at that instant), else the change it brought (a renewal Apple
+    /// recorded ahead of its date), with the purchase and its newest transaction. For Apple's data the type comes from
     /// the difference itself, entitlement by entitlement, and the most significant one names the event
     /// (refund, revoke, refund reversed, product change, a purchase, renewal, billing issue, expiration,
     /// cancellation, uncancellation, then consumable credits):
@@ -49,9 +50,17 @@ extension DerivedEntitlementEvent {
             // An end passing is an expiration, whatever else changed at that instant; with no end, time brought in
             // what Apple recorded ahead: a renewal (the usual one, bought at the old expiry) or a change of product.
             let changes = Self.changes(before: before, after: after)
-            let change = changes.first { $0.type == .expiration } ?? changes.min { $0.rank < $1.rank }
-            return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase,
-                                           report: AppStoreReport(transactions: transactions, newTransactionIDs: []))
+            let report = AppStoreReport(transactions: transactions, newTransactionIDs: [])
+            let ended = changes.first { $0.type == .expiration }
+            // A subscription renewed into another product of its group (a change recorded ahead) ends one claim
+            // and starts another of the same chain at that instant: a product change, about the new product.
+            if let ended, let chain = ended.purchase?.originalTransactionID, let successor = changes.first(where: {
+                $0.type != .expiration && $0.purchase?.originalTransactionID == chain && $0.purchase?.productID != ended.purchase?.productID
+            }) {
+                return DerivedEntitlementEvent(type: .productChange, purchase: successor.purchase, report: report)
+            }
+            let change = ended ?? changes.min { $0.rank < $1.rank }
+            return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase, report: report)
         case .appStore(let report):
             if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)

@@ -9,6 +9,7 @@ import Testing
     private static let catalog = try! Catalog(products: [
         Product(productID: "monthly", type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "g"),
         Product(productID: "annual", type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "g"),
+        Product(productID: "basic", type: .autoRenewable, entitlements: ["basic"], subscriptionGroup: "g"),
         Product(productID: "lifetime", type: .nonConsumable, entitlements: ["pro"]),
         Product(productID: "pass", type: .nonRenewing, entitlements: ["pass"], duration: ISODuration(months: 1)),
         Product(productID: "coins", type: .consumable, currency: "coins", amount: 100),
@@ -298,6 +299,13 @@ import Testing
                                                      after: Self.state([first, annual], renewals: [renewing], at: end),
                                                      cause: Self.time([first, annual]))
         #expect(changed?.type == .productChange && changed?.transactionID == "102")
+        // A downgrade to a product unlocking another entitlement: one ends as the other starts, still a product change.
+        let basic = Self.subscription("103", product: "basic", month: 1)
+        let downgraded = DerivedEntitlementEvent.derive(before: Self.state([first, basic], renewals: [renewing], at: recordedAt),
+                                                        after: Self.state([first, basic], renewals: [renewing], at: end),
+                                                        cause: Self.time([first, basic]))
+        #expect(downgraded == DerivedEntitlementEvent(type: .productChange, productID: "basic", transactionID: "103",
+                                                      originalTransactionID: "100", environment: .sandbox))
     }
 
     @Test func aFutureDatedInputIsTheNextChange() {
