@@ -45,10 +45,21 @@ enum Commands {
         } catch let error as HTTPServerError {
             Log.error("startup_failed", ["error": error.description])
             return 1
+        } catch let error where Self.unreachableDatabase(error) != nil {
+            // The database named by DATABASE_URL could not be reached (libpq's message names no password).
+            Log.error("startup_failed", ["variable": "DATABASE_URL", "error": Self.unreachableDatabase(error)?.message])
+            return 1
         } catch {
             Log.error("startup_failed", ["error": String(describing: error)])  // one line, as for the other failures
             return 1
         }
+    }
+
+    /// The connection failure behind a start-up error (the first migration step included), if that is what it is.
+    private static func unreachableDatabase(_ error: any Error) -> PostgresError? {
+        let failure = (error as? PostgresError) ?? (error as? MigrationError)?.underlying
+        guard let failure, failure.kind == .connection || failure.kind == .timeout else { return nil }
+        return failure
     }
 
     private static func loadConfiguration() throws(ConfigurationError) -> Configuration {
