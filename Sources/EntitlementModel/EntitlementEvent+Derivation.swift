@@ -122,14 +122,16 @@ extension DerivedEntitlementEvent {
     }
 
     /// The event about `purchase` (an App Store purchase; nil for grants), with the newest transaction of
-    /// its subscription or product that the report carries.
+    /// its subscription or product that the report carries: for an event other than a refund or a revoke, the
+    /// newest not taken back (a renewal refunded before it started never gave access).
     private init(type: EntitlementEventType, purchase: AppStorePurchase?, report: AppStoreReport?) {
         guard let purchase else {
             self.init(type: type)
             return
         }
-        let transaction = report?.transactions.map(\.transaction)
-            .filter { $0.originalTransactionID == purchase.originalTransactionID }
+        let chain = report?.transactions.map(\.transaction).filter { $0.originalTransactionID == purchase.originalTransactionID } ?? []
+        let standing = type == .refund || type == .revoke ? chain : chain.filter { $0.cancellationDate == nil }
+        let transaction = (standing.isEmpty ? chain : standing)
             .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
         self.init(type: type, productID: purchase.productID, transactionID: transaction?.transactionID,
                   originalTransactionID: purchase.originalTransactionID, environment: purchase.environment)

@@ -306,6 +306,12 @@ import Testing
                                                         cause: Self.time([first, basic]))
         #expect(downgraded == DerivedEntitlementEvent(type: .productChange, productID: "basic", transactionID: "103",
                                                       originalTransactionID: "100", environment: .sandbox))
+        // A renewal refunded before it started never gave access: the expiration names the transaction that ended.
+        let refundedAhead = Self.subscription("101", month: 1, cancelled: recordedAt)
+        let ended = DerivedEntitlementEvent.derive(before: Self.state([first, refundedAhead], renewals: [renewing], at: recordedAt),
+                                                   after: Self.state([first, refundedAhead], renewals: [renewing], at: end),
+                                                   cause: Self.time([first, refundedAhead]))
+        #expect(ended?.type == .expiration && ended?.transactionID == "100", "\(String(describing: ended))")
     }
 
     @Test func aFutureDatedInputIsTheNextChange() {
