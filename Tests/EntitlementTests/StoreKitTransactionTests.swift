@@ -230,12 +230,27 @@ struct StoreKitTransactionTests {
             let jws = try #require(bought["signed_transaction"] as? String)
             let answer = try await service.postSigned([jws], for: "status-user")
             #expect(answer.status == 200, "\(answer.text)")
-            // The signed transaction says nothing of renewal; Apple's status, fetched in the background, does.
-            #expect(try answer.json().entitlement("premium")?["will_renew"] as? Bool == false)
+            // The signed transaction says nothing of renewal: a new subscription counts as renewing, as Apple starts
+            // every one, and Apple's status, fetched in the background, agreeing, changes nothing (no event).
+            #expect(try answer.json().entitlement("premium")?["will_renew"] as? Bool == true)
             #expect(try await eventually(timeout: 20, everyMs: 100) {
-                try await service.entitlements("status-user").entitlement("premium")?["will_renew"] as? Bool == true
+                try await service.fakeCall("GET", "/control/server-api/requests").text.contains("subscription_statuses")
             })
-            #expect(try await service.fakeCall("GET", "/control/server-api/requests").text.contains("subscription_statuses"))
+            #expect(try await eventually(timeout: 20, everyMs: 100) {
+                try await service.sql("SELECT 1 FROM subscriptions WHERE renewal_signed_date IS NOT NULL").count == 1
+            })
+            #expect(try await service.entitlements("status-user").entitlement("premium")?["will_renew"] as? Bool == true)
+            #expect(try await WebhookEventTests.events(service, user: "status-user").map(\.type) == ["initial_purchase"])
+
+            // One whose user already turned renewal off: Apple's status says so, and that is a cancellation.
+            let off = try await service.fakeBuy(["product_id": "com.example.premium.monthly", "type": "auto_renewable", "environment": "Production"])
+            let original = try #require(off["original_transaction_id"] as? String)
+            #expect(try await service.fakeCall("POST", "/control/storekit/purchases/\(original)/auto_renew_off", [:]).status == 200)
+            #expect(try await service.postSigned([try #require(off["signed_transaction"] as? String)], for: "off-user").status == 200)
+            #expect(try await eventually(timeout: 20, everyMs: 100) {
+                try await service.entitlements("off-user").entitlement("premium")?["will_renew"] as? Bool == false
+            })
+            #expect(try await WebhookEventTests.events(service, user: "off-user").map(\.type) == ["initial_purchase", "cancellation"])
         }
     }
 

@@ -272,7 +272,8 @@ struct PurchaseRecorder {
                 inBillingRetry: renewal?.isInBillingRetryPeriod ?? false,
                 gracePeriodExpiresAt: renewal?.gracePeriodExpiresDate, now: now)
             return SubscriptionState(originalTransactionID: id, productID: latest.productID, latestExpiresDate: latest.expiresDate,
-                                     nextRefreshAt: next, renewal: renewal)
+                                     nextRefreshAt: next, renewal: renewal,
+                                     assumedRenewing: renewal == nil && !fromReceipt && latest.expiresDate! > now && latest.cancellationDate == nil)
         }
     }
 

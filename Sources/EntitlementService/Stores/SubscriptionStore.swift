@@ -10,6 +10,10 @@ struct SubscriptionState: Sendable {
     var latestExpiresDate: Date?
     var nextRefreshAt: Date?
     var renewal: RenewalInfo?
+    /// Stated by a signed transaction alone (no renewal info, no receipt) while in its period: a subscription first
+    /// seen this way starts as renewing, as Apple starts every one, until Apple's renewal state arrives (which
+    /// then changes nothing unless the user turned renewal off). A subscription already known keeps its state.
+    var assumedRenewing = false
 }
 
 /// A subscription the renewal refresher claimed: the receipt to re-verify (none when it was recorded
@@ -37,9 +41,10 @@ struct SubscriptionStore {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.originalTransactionID < $1.originalTransactionID }
         _ = try await db.query("""
-            INSERT INTO subscriptions AS s (original_transaction_id, product_id, latest_expires_date, latest_receipt, environment, next_refresh_at)
-            SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $5, $6, x.next_refresh_at
-              FROM unnest($1, $2, $3, $4) AS x (original_transaction_id, product_id, latest_expires_date, next_refresh_at)
+            INSERT INTO subscriptions AS s (original_transaction_id, product_id, latest_expires_date, latest_receipt, environment, next_refresh_at,
+                                            will_renew)
+            SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $5, $6, x.next_refresh_at, x.will_renew
+              FROM unnest($1, $2, $3, $4, $7) AS x (original_transaction_id, product_id, latest_expires_date, next_refresh_at, will_renew)
             ON CONFLICT (original_transaction_id) DO UPDATE SET
                 product_id = CASE WHEN s.latest_expires_date IS NULL OR EXCLUDED.latest_expires_date >= s.latest_expires_date
                                   THEN EXCLUDED.product_id ELSE s.product_id END,
@@ -50,7 +55,7 @@ struct SubscriptionStore {
                 refresh_attempts = 0,
                 updated_at = now()
             """, [sorted.map(\.originalTransactionID), sorted.map(\.productID), sorted.map(\.latestExpiresDate),
-                  sorted.map(\.nextRefreshAt), latestReceipt, environment.rawValue])
+                  sorted.map(\.nextRefreshAt), latestReceipt, environment.rawValue, sorted.map(\.assumedRenewing)])
         let renewed = sorted.compactMap(\.renewal)
         guard !renewed.isEmpty else { return }
         _ = try await db.query("""
