@@ -38,13 +38,10 @@ extension DerivedEntitlementEvent {
             return DerivedEntitlementEvent(type: .consumableSpent)
         case .catalogChanged(let productID):
             return DerivedEntitlementEvent(type: .catalogChange, productID: productID)
-        case .transferredIn(let from, let report):
+        case .transferredIn(_, let report), .transferredOut(_, let report):
             var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
-            event.transferredFrom = from
-            return event
-        case .transferredOut(let to, let report):
-            var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
-            event.transferredTo = to
+            if case .transferredIn(let from, _) = cause { event.transferredFrom = from }
+            if case .transferredOut(let to, _) = cause { event.transferredTo = to }
             return event
         case .timePassed(let transactions):
             // An end passing is an expiration, whatever else changed at that instant; with no end, time brought in

@@ -18,9 +18,10 @@ import Foundation
         #expect(keys.authenticate(authorization: header) == nil)
     }
 
-    @Test(arguments: ["BEARER app-key-one", "bEaReR \tapp-key-one \t", "Bearer   admin-key", "Bearer \t app-key-two"])
-    func theSchemeInAnyCaseAndSpacesOrTabsAroundTheKeyAreTaken(header: String) {
-        #expect(keys.authenticate(authorization: header) != nil, "\(header)")
+    @Test(arguments: [("BEARER app-key-one", Caller(scope: .app, keyID: "app#1")), ("bEaReR \tapp-key-one \t", Caller(scope: .app, keyID: "app#1")),
+                      ("Bearer   admin-key", Caller(scope: .admin, keyID: "admin#1")), ("Bearer \t app-key-two", Caller(scope: .app, keyID: "app#2"))])
+    func theSchemeInAnyCaseAndSpacesOrTabsAroundTheKeyAreTaken(header: String, caller: Caller) {
+        #expect(keys.authenticate(authorization: header) == caller, "\(header)")
     }
 
     /// Only HTTP's whitespace (space, tab) is trimmed: a key with any other byte around or inside it (Unicode

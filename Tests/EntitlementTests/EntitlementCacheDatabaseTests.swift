@@ -127,13 +127,16 @@ import Testing
     /// product changed through one copy reads at once on the others.
     @Test @Loop func aCachedCatalogIsNotServedWhileACopysWriteIsUnheard() async throws {
         try await TestDatabase.withMigratedDatabase { url, pool in
+            // Wired as the service wires a copy: the catalog asks the entitlement cache, which reads the shared count.
+            let writes = SharedCounter()
+            let cache = EntitlementCache(capacity: 10, db: pool, writes: writes)
+            cache.listenerChanged(listening: true)
             let catalog = CatalogCache(db: pool)
-            var unheard = false
-            catalog.hasUnheardWrites = { unheard }
+            catalog.hasUnheardWrites = { !cache.hasHeardEveryWrite(now: Date()) }
             #expect(try await catalog.current().product("late") == nil)
             _ = try await pool.query("INSERT INTO products (product_id, type, entitlements) VALUES ('late', 'non_consumable', '{pro}')")
             #expect(try await catalog.current().product("late") == nil, "within its age the cached copy serves")
-            unheard = true
+            writes.increment()  // another copy answered its write; its token is not heard here yet
             #expect(try await catalog.current().product("late") != nil)
         }
     }

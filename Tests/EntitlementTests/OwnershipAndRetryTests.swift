@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import EntitlementModel
 
@@ -26,6 +27,33 @@ import EntitlementModel
         #expect(OwnershipRules.decide(currentOwner: nil, poster: "u2", orderUser: "buyer", transferOnRestore: false) == .claim(user: "buyer"))
         #expect(OwnershipRules.decide(currentOwner: "buyer", poster: "u2", orderUser: "buyer", transferOnRestore: false) == .unchanged(user: "buyer"))
         #expect(OwnershipRules.decide(currentOwner: "u2", poster: "u2", orderUser: "buyer", transferOnRestore: false) == .transfer(from: "u2", to: "buyer"))
+    }
+
+    /// Under transfer the latest post wins: a claim newer than the post stands (a submission verified late),
+    /// an older one moves, and an owner posting again renews their claim. An order's user wins whenever.
+    @Test func theLatestPostWins() {
+        let earlier = Date(timeIntervalSince1970: 1_000), later = Date(timeIntervalSince1970: 2_000)
+        #expect(OwnershipRules.decide(currentOwner: "u2", ownerSince: later, poster: "u1", postedAt: earlier, orderUser: nil,
+                                      transferOnRestore: true) == .kept(owner: "u2", poster: "u1"))
+        #expect(OwnershipRules.decide(currentOwner: "u2", ownerSince: earlier, poster: "u1", postedAt: later, orderUser: nil,
+                                      transferOnRestore: true) == .transfer(from: "u2", to: "u1"))
+        #expect(OwnershipRules.decide(currentOwner: "u1", ownerSince: earlier, poster: "u1", postedAt: later, orderUser: nil,
+                                      transferOnRestore: true) == .reclaimed(user: "u1"))
+        #expect(OwnershipRules.decide(currentOwner: "u1", ownerSince: later, poster: "u1", postedAt: earlier, orderUser: nil,
+                                      transferOnRestore: true) == .unchanged(user: "u1"))
+        #expect(OwnershipRules.decide(currentOwner: "u2", ownerSince: later, poster: "u1", postedAt: earlier, orderUser: "buyer",
+                                      transferOnRestore: false) == .transfer(from: "u2", to: "buyer"))
+        // Keep refuses whatever the times.
+        #expect(OwnershipRules.decide(currentOwner: "u2", ownerSince: earlier, poster: "u1", postedAt: later, orderUser: nil,
+                                      transferOnRestore: false) == .conflict(owner: "u2", poster: "u1"))
+    }
+
+    /// A consumable's credit stays where it was made: under transfer it is kept, under keep refused.
+    @Test func aConsumableStaysWithItsOwner() {
+        let decision = OwnershipRules.decide(currentOwner: "u1", poster: "u2", orderUser: nil, consumable: true, transferOnRestore: true)
+        #expect(decision == .kept(owner: "u1", poster: "u2") && decision.owner == "u1")
+        #expect(OwnershipRules.decide(currentOwner: "u1", poster: "u2", orderUser: nil, consumable: true, transferOnRestore: false)
+                == .conflict(owner: "u1", poster: "u2"))
     }
 }
 

@@ -207,7 +207,7 @@ struct PurchaseFlowTests {
             #expect(try await service.post(third, for: "late-b1").status == 200)
             let slowCopy = third.receiptData + " "
             try service.program(slowCopy, production: [["delay_ms": 1_500]])
-            let waiting = try await Self.postRaw(service, slowCopy, for: "late-b2", waitMs: 0)
+            let waiting = try await service.post(receiptData: slowCopy, for: "late-b2", waitMs: 0)
             #expect(waiting.status == 202, "\(waiting.text)")
             #expect(try await service.post(third, for: "late-b1").status == 200)
             #expect(try await service.awaitResolution(try #require(try waiting.json()["verification_id"] as? String))["status"] as? String == "verified")
@@ -217,20 +217,15 @@ struct PurchaseFlowTests {
             let fourth = receipt { $0.addPurchase("com.example.lifetime", transactionID: "late-4", purchased: now) }
             let slowFourth = fourth.receiptData + " "
             try service.program(slowFourth, production: [["delay_ms": 1_500]])
-            let first4 = try await Self.postRaw(service, slowFourth, for: "late-c1", waitMs: 0)
+            let first4 = try await service.post(receiptData: slowFourth, for: "late-c1", waitMs: 0)
             #expect(first4.status == 202, "\(first4.text)")
             #expect(try await service.post(fourth, for: "late-c2").status == 200)
-            let again = try await Self.postRaw(service, slowFourth, for: "late-c1", waitMs: 10_000)
+            let again = try await service.post(receiptData: slowFourth, for: "late-c1", waitMs: 10_000)
             #expect(again.status == 200, "\(again.text)")
             #expect(try await service.sql("SELECT user_id FROM purchase_owners WHERE original_transaction_id = 'late-4'").first?.string("user_id") == "late-c1")
         }
     }
 
-    /// Posts `receiptData` as it is for `userID`.
-    private static func postRaw(_ service: ServiceHarness, _ receiptData: String, for userID: String, waitMs: Int) async throws -> RawHTTPClient.Response {
-        let json = String(decoding: try JSONEncoder().encode(["user_id": userID, "receipt_data": receiptData]), as: UTF8.self)
-        return try await service.request("POST", "/v1/receipts?wait_ms=\(waitMs)", json: json)
-    }
 
     /// A consumable quantity no store sells (its credit past 10^12) is not credited, and nothing traps: the
     /// receipt is verified and the service goes on serving.

@@ -160,7 +160,7 @@ struct ServiceProcessTests {
         let lines = broken.log.split(separator: "\n").filter { $0.contains("level=error") || !$0.hasPrefix("ts=") }
         #expect(lines.count == 1 && lines[0].contains("event=startup_failed") && lines[0].contains("PRODUCTS_FILE"), "\(broken.log)")
         // A database that cannot be reached is named by its setting.
-        let nowhere = setup.environment.merging(["DATABASE_URL": "host=127.0.0.1 port=abc dbname=x"]) { $1 }
+        let nowhere = setup.environment.merging(["DATABASE_URL": "host=127.0.0.1 port=1 dbname=x"]) { $1 }
         let unreachable = try await offLoop { try ServiceProcess(environment: nowhere, waitUntilServing: false) }
         #expect(try await offLoop { unreachable.waitForExit(timeout: 30) } == 1)
         let failures = unreachable.log.split(separator: "\n").filter { $0.contains("level=error") || !$0.hasPrefix("ts=") }

@@ -57,7 +57,7 @@ final class Application {
             catalog.invalidate()
         }
         self.cache = cache
-        if writes != nil { catalog.hasUnheardWrites = { [unowned cache] in cache.hasUnheardWrites(now: Date()) } }
+        if writes != nil { catalog.hasUnheardWrites = { [unowned cache] in !cache.hasHeardEveryWrite(now: Date()) } }
         listener = PostgresListener(
             EntitlementCache.listenerSettings(conninfo: databaseURL),
             onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })

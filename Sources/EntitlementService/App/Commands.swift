@@ -45,12 +45,14 @@ enum Commands {
         } catch let error as HTTPServerError {
             Log.error("startup_failed", ["error": error.description])
             return 1
-        } catch let error where Self.unreachableDatabase(error) != nil {
-            // The database named by DATABASE_URL could not be reached (libpq's message names no password).
-            Log.error("startup_failed", ["variable": "DATABASE_URL", "error": Self.unreachableDatabase(error)?.message])
-            return 1
         } catch {
-            Log.error("startup_failed", ["error": String(describing: error)])  // one line, as for the other failures
+            // One line, as for the other failures; the database named by DATABASE_URL when it could not be reached
+            // (libpq's message names no password).
+            if let unreachable = Self.unreachableDatabase(error) {
+                Log.error("startup_failed", ["variable": "DATABASE_URL", "error": unreachable.message])
+            } else {
+                Log.error("startup_failed", ["error": String(describing: error)])
+            }
             return 1
         }
     }

@@ -52,10 +52,7 @@ struct APIKeys: Sendable {
         guard let authorization else { return nil }
         var header = authorization
         return header.withUTF8 { bytes in
-            switch Self.bearerKey(in: bytes) {
-            case .key(let range): return match(UnsafeBufferPointer(rebasing: bytes[range]))
-            case .absent: return nil
-            }
+            Self.bearerKey(in: bytes).flatMap { match(UnsafeBufferPointer(rebasing: bytes[$0])) }
         }
     }
 
@@ -68,30 +65,23 @@ struct APIKeys: Sendable {
         return found
     }
 
-    /// Where a header value's bearer key lies.
-    private enum BearerKey {
-        /// The key's bytes.
-        case key(Range<Int>)
-        /// Not a bearer key.
-        case absent
-    }
-
     private static let scheme: StaticString = "bearer "
 
-    /// The key of a header value, byte by byte: the scheme in any case, then the key with the spaces and tabs
-    /// around it (HTTP's whitespace, and no other) left out; any other byte belongs to the key, and no key has it.
-    private static func bearerKey(in bytes: UnsafeBufferPointer<UInt8>) -> BearerKey {
+    /// Where the key of a header value lies, byte by byte: the scheme in any case, then the key with the spaces
+    /// and tabs around it (HTTP's whitespace, and no other) left out; any other byte belongs to the key, and no key
+    /// has it. Nil when the value is no bearer key.
+    private static func bearerKey(in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
         let scheme = UnsafeBufferPointer(start: Self.scheme.utf8Start, count: Self.scheme.utf8CodeUnitCount)
-        guard bytes.count > scheme.count else { return .absent }
+        guard bytes.count > scheme.count else { return nil }
         for index in scheme.indices {
             let byte = bytes[index]
-            if (0x41...0x5A).contains(byte) ? byte | 0x20 != scheme[index] : byte != scheme[index] { return .absent }
+            if (0x41...0x5A).contains(byte) ? byte | 0x20 != scheme[index] : byte != scheme[index] { return nil }
         }
         var start = scheme.count
         var end = bytes.count
         while start < end && (bytes[start] == 0x20 || bytes[start] == 0x09) { start += 1 }
         while end > start && (bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09) { end -= 1 }
-        return .key(start..<end)
+        return start..<end
     }
 
     /// Compares two byte strings in time that depends only on their lengths, not on where they differ.

@@ -163,16 +163,11 @@ final class EntitlementCache {
         return true
     }
 
-    /// True while a copy sharing this address answered a write whose token this cache has not heard yet: what
-    /// is built from data of before (the catalog's cached copy) must not be served meanwhile.
-    func hasUnheardWrites(now: Date) -> Bool {
-        !hasHeardEveryWrite(now: now)
-    }
-
     /// True unless a copy sharing this address answered a write whose token the listener has not heard yet
-    /// (its change may not have reached this cache). A read that finds the cache behind for longer than
-    /// `catchUpAfter` (the writer died before sending its token, or could not send it) starts a barrier.
-    private func hasHeardEveryWrite(now: Date) -> Bool {
+    /// (its change may not have reached this cache, nor what else is built from data of before, such as the
+    /// catalog's cached copy). A read that finds the cache behind for longer than `catchUpAfter` (the writer died
+    /// before sending its token, or could not send it) starts a barrier.
+    func hasHeardEveryWrite(now: Date) -> Bool {
         guard let writes else { return true }
         let count = writes.value
         guard count > heardWrites else {

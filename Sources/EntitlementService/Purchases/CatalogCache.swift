@@ -14,7 +14,7 @@ final class CatalogCache {
     /// Bumped by `invalidate()`, so a load that began before an invalidation is not cached as current.
     private var generation = 0
     /// True while a write answered by a `WORKERS` copy of this process may not have reached it yet
-    /// (``EntitlementCache/hasUnheardWrites(now:)``): the cached copy is then not served, so a catalog change
+    /// (``EntitlementCache/hasHeardEveryWrite(now:)``): the cached copy is then not served, so a catalog change
     /// answered by one copy is read at once on every other.
     var hasUnheardWrites: @Loop () -> Bool = { false }
 

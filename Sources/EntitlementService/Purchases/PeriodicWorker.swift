@@ -31,22 +31,14 @@ final class PeriodicWorker {
                 var more = false
                 do {
                     more = try await body()
-                    log(health.runSucceeded())
+                    WorkerHealth.log(health.runSucceeded(), worker: name)
                 } catch {
                     Log.debug("worker_run_failed", ["worker": name, "error": String(describing: error)])
-                    log(health.runFailed(String(describing: error)))
+                    WorkerHealth.log(health.runFailed(String(describing: error)), worker: name)
                 }
                 running = nil
                 schedule(after: more ? 0 : intervalMs)
             }
-        }
-    }
-
-    private func log(_ change: WorkerHealth.Change?) {
-        switch change {
-        case .failing(let error): Log.error("worker_failing", ["worker": name, "error": error])
-        case .recovered(let failedRuns): Log.info("worker_recovered", ["worker": name, "failed_runs": failedRuns])
-        case nil: break
         }
     }
 
@@ -56,5 +48,16 @@ final class PeriodicWorker {
         timer.close()
         await running?.value
         Log.info("worker_stopped", ["worker": name])
+    }
+}
+
+extension WorkerHealth {
+    /// Logs `change` of `worker`'s runs: `worker_failing` (error) or `worker_recovered` (info); nothing for nil.
+    static func log(_ change: Change?, worker: String) {
+        switch change {
+        case .failing(let error): Log.error("worker_failing", ["worker": worker, "error": error])
+        case .recovered(let failedRuns): Log.info("worker_recovered", ["worker": worker, "failed_runs": failedRuns])
+        case nil: break
+        }
     }
 }

@@ -216,20 +216,19 @@ struct PurchaseRecorder {
         var repostedByOwner: [String] = []
         for (id, (owner, since)) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id] else { continue }
-            switch OwnershipRules.decide(currentOwner: owner, poster: context.poster, orderUser: purchase.orderUser,
+            switch OwnershipRules.decide(currentOwner: owner, ownerSince: since, poster: context.poster, postedAt: context.postedAt ?? Date(),
+                                         orderUser: purchase.orderUser, consumable: purchase.consumable,
                                          transferOnRestore: restorePolicy == .transfer) {
-            case .unchanged where owner == context.poster && since < (context.postedAt ?? Date()):
-                repostedByOwner.append(id)  // the owner restored it again: their claim is as new as this post
             case .claim, .unchanged:
                 continue
+            case .reclaimed:
+                repostedByOwner.append(id)
+            case .kept(let owner, let poster):
+                if !purchase.consumable {
+                    Log.info("ownership_kept", ["original_transaction_id": id, "owner": owner, "poster": poster, "reason": "newer_claim"])
+                }
             case .conflict(let owner, _):
                 throw OwnershipConflict(originalTransactionID: id, owner: owner)
-            case .transfer where purchase.consumable:
-                continue  // a credit stays where it was made (it may be spent): the consumable is not moved
-            case .transfer(let from, let to) where purchase.orderUser == nil && context.postedAt.map({ since > $0 }) == true:
-                // Restored by its owner after this (late-verified) post: the newer restore stands.
-                Log.info("ownership_kept", ["original_transaction_id": id, "owner": from, "poster": to, "reason": "newer_claim"])
-                continue
             case .transfer(let from, let to):
                 try await owners.transfer(id, to: to, postedAt: context.postedAt, on: connection)
                 try await AuditStore().record(actor: context.actor, action: .ownershipTransfer, subject: id, userID: to,

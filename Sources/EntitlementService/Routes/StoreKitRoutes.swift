@@ -35,23 +35,28 @@ struct StoreKitRoutes {
 
     /// `POST /v1/transactions`: every JWS verified before anything is recorded, then all recorded in one
     /// database transaction exactly as a verified receipt's transactions are.
+    /// How a post names its JWS at `index` of a list (nil: the single `signed_transaction`).
+    private static func fieldName(index: Int?) -> String {
+        index.map { "signed_transactions[\($0)]" } ?? "signed_transaction"
+    }
+
     private func postTransactions(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
         let caller = try context.caller
         let body = try request.decodeJSON(TransactionsBody.self)
         let userID = try InputRules.userID(body.userID)
         let orderID = try body.orderID.map { try InputRules.uuid($0, field: "order_id") }
-        // Each JWS with its name in the post and, in a list, its position (a 422 names `signed_transaction`, as
-        // API.md promises for either form, and adds `index` for a list's element).
-        let posted: [(jws: String, name: String, index: Int?)]
+        // Each JWS with, in a list, its position (a 422 names `signed_transaction`, as API.md promises for either
+        // form, and adds `index` for a list's element).
+        let posted: [(jws: String, index: Int?)]
         switch (body.signedTransaction, body.signedTransactions) {
         case (let one?, nil):
-            posted = [(one, "signed_transaction", nil)]
+            posted = [(one, nil)]
         case (nil, let list?):
             guard (1...Self.maxTransactions).contains(list.count) else {
                 throw ProblemError.badRequest("'signed_transactions' must hold 1 to \(Self.maxTransactions) signed transactions.",
                                               field: "signed_transactions")
             }
-            posted = list.enumerated().map { ($1, "signed_transactions[\($0)]", $0) }
+            posted = list.enumerated().map { ($1, $0) }
         case (_?, _?):
             throw ProblemError.badRequest("Give 'signed_transaction' or 'signed_transactions', not both.", field: "signed_transactions")
         case (nil, nil):
@@ -59,7 +64,8 @@ struct StoreKitRoutes {
         }
 
         var verified: [VerifiedSignedData<AppStoreTransactionV2>] = []
-        for (jws, name, index) in posted {
+        for (jws, index) in posted {
+            let name = Self.fieldName(index: index)
             do {
                 verified.append(try await signatures.verifyTransaction(jws))
             } catch {
@@ -70,7 +76,7 @@ struct StoreKitRoutes {
         }
         let environment = verified[0].environment.recorded
         if let index = verified.firstIndex(where: { $0.environment.recorded != environment }) {
-            throw Self.rejected("The signed transactions of one post must share one environment; '\(posted[index].name)' does not.",
+            throw Self.rejected("The signed transactions of one post must share one environment; '\(Self.fieldName(index: index))' does not.",
                                 index: posted[index].index)
         }
         let transactions = Self.newestStatements(verified.map(\.payload.transaction))

@@ -100,7 +100,7 @@ struct EventRecorder {
         let evaluated = try await evaluate(heads.map(\.userID), catalog: catalog, now: now, on: connection)
         return try await record(zip(heads, evaluated).map { head, current in
             (head, before: head.state, after: (current.state, current.nextChange),
-             cause: Self.pendingCause(head, transactions: current.transactions))
+             cause: Self.pendingCause(head, transactions: current.transactions.filter { $0.transaction.purchaseDate <= now }))
         }, now: now, on: connection).heads
     }
 
@@ -131,7 +131,7 @@ struct EventRecorder {
     }
 
     /// What changed a due head's user since their state was written: a catalog change marked on it
-    /// (``CatalogEditor``), else time alone (with the user's `transactions` in force).
+    /// (``CatalogEditor``), else time alone (with the user's `transactions` bought by now).
     private static func pendingCause(_ head: EventHead, transactions: [OwnedTransaction]) -> EntitlementChangeCause {
         head.pendingCatalogChange.map { .catalogChanged(productID: $0.isEmpty ? nil : $0) } ?? .timePassed(transactions: transactions)
     }
@@ -143,14 +143,13 @@ struct EventRecorder {
     }
 
     /// What each of `userIDs` (which differ) holds at `now` as GET entitlements shows it, when that next
-    /// changes with time alone, and their transactions bought by `now`, in their order: their snapshots read
-    /// in one round trip.
+    /// changes with time alone, and their transactions, in their order: their snapshots read in one round trip.
     private func evaluate(_ userIDs: [String], catalog: Catalog, now: Date, on connection: PostgresConnection) async throws
         -> [(state: EntitlementState, nextChange: Date?, transactions: [OwnedTransaction])] {
         try await snapshots.snapshots(of: userIDs, within: connection).map { snapshot in
             let report = snapshot.report(catalog: catalog, at: now)
             return (EntitlementState(entitlements: report.entitlements, consumables: snapshot.balances).asWritten, report.nextChange,
-                    snapshot.transactions.filter { $0.transaction.purchaseDate <= now })
+                    snapshot.transactions)
         }
     }
 }

@@ -98,14 +98,11 @@ final class WebhookDispatcher {
         let claims: [DeliveryClaim]
         do {
             claims = try await store.claimDue(limit: free, now: Date(), leaseMs: settings.leaseMs, on: db)
-            if case .recovered(let failed) = claimHealth.runSucceeded() { Log.info("webhook_claims_recovered", ["failed_claims": failed]) }
+            WorkerHealth.log(claimHealth.runSucceeded(), worker: "webhook-claims")
         } catch {
-            // Polled every `pollMs`: an outage is logged when it begins, each failure after that only at debug.
-            if case .failing(let first) = claimHealth.runFailed(String(describing: error)) {
-                Log.warning("webhook_claim_failing", ["error": first])
-            } else {
-                Log.debug("webhook_claim_failed", ["error": String(describing: error)])
-            }
+            // Polled every `pollMs`: an outage is logged when it begins and when it ends, as for the workers.
+            Log.debug("worker_run_failed", ["worker": "webhook-claims", "error": String(describing: error)])
+            WorkerHealth.log(claimHealth.runFailed(String(describing: error)), worker: "webhook-claims")
             return false
         }
         for claim in claims {

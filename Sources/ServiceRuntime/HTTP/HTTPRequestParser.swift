@@ -206,7 +206,8 @@ final class HTTPRequestParser {
         let version = HTTPVersion(major: Int(parser.pointee.http_major), minor: Int(parser.pointee.http_minor))
         let flags = parser.pointee.flags
         let request = HTTPRequest(
-            method: method ?? "GET", path: target.path, query: query, rawQuery: target.query, headers: headers, requestID: requestID!)
+            method: method ?? "GET", path: target.path, query: query.values, rawQuery: target.query, repeatedQueryName: query.repeatedName,
+            headers: headers, requestID: requestID!)
         let head = HTTPRequestHead(
             request: request,
             version: version,

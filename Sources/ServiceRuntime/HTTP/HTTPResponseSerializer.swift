@@ -20,7 +20,7 @@ enum HTTPResponseSerializer {
         bytes.append(utf8: HTTPStatus.reasonPhrase(status))
         bytes.append(literal: "\r\n")
         response.headers.forEachField { name, value in
-            if isToken(name) && !isFraming(name) { appendField(name, sanitize(value), to: &bytes) }
+            if HTTPToken.isToken(name.utf8) && !isFraming(name) { appendField(name, sanitize(value), to: &bytes) }
         }
         appendField("X-Request-Id", context.requestID, to: &bytes)
         if !bodyless {
@@ -55,8 +55,6 @@ enum HTTPResponseSerializer {
         let length = name.utf8.count
         return length < 64 && framingLengths & (1 << length) != 0 && framingHeaders.contains { HTTPHeaders.sameName($0, name) }
     }
-
-    private static func isToken(_ name: String) -> Bool { HTTPToken.isToken(name.utf8) }
 
     /// Replaces CR, LF and NUL so a value can never end the header line early.
     private static func sanitize(_ value: String) -> String {

@@ -22,12 +22,13 @@ enum PercentDecoding {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs; the last of repeated names wins.
-    /// Returns nil when a name or value is malformed.
+    /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs, the last of repeated names winning, and the first
+    /// name given twice (decoded: `%61` is `a`). Returns nil when a name or value is malformed.
     /// Splits on the bytes `&` and `=` (ASCII, so every split falls between characters) rather than on
     /// `Character`s, which would break the text into grapheme clusters first.
-    static func decodeQuery(_ raw: String) -> [String: String]? {
+    static func decodeQuery(_ raw: String) -> (values: [String: String], repeatedName: String?)? {
         var result: [String: String] = [:]
+        var repeated: String?
         let utf8 = raw.utf8
         var start = utf8.startIndex
         while start < utf8.endIndex {
@@ -38,24 +39,11 @@ enum PercentDecoding {
                 guard let name = decode(pair[..<(equals ?? pair.endIndex)]),
                       let value = equals.map({ decode(pair[pair.utf8.index(after: $0)...]) }) ?? ""
                 else { return nil }
-                result[name] = value
+                if result.updateValue(value, forKey: name) != nil, repeated == nil { repeated = name }
             }
             start = end < utf8.endIndex ? utf8.index(after: end) : end
         }
-        return result
-    }
-
-    /// The first name `raw` gives twice (`a=1&b=2&a=3` → `a`), decoded; nil when every name is given once or the
-    /// query does not decode.
-    static func repeatedName(in raw: String) -> String? {
-        guard raw.utf8.contains(UInt8(ascii: "&")) else { return nil }
-        var seen: Set<String> = []
-        for pair in raw.utf8.split(separator: UInt8(ascii: "&")) {
-            guard let name = decode(Substring(pair.split(separator: UInt8(ascii: "="), maxSplits: 1,
-                                                         omittingEmptySubsequences: false)[0])) else { return nil }
-            guard seen.insert(name).inserted else { return name }
-        }
-        return nil
+        return (result, repeated)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -7,7 +7,7 @@ public struct UniqueQueryNames: HTTPMiddleware {
 
     /// Passes the request on unless its query gives a name twice; then throws a 400 naming it.
     public func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
-        if let name = PercentDecoding.repeatedName(in: request.rawQuery) {
+        if let name = request.repeatedQueryName {
             throw ProblemError.badRequest("'\(name)' is given more than once in the query; give it once.", field: name)
         }
         return next(request, context)

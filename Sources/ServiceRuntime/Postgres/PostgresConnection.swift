@@ -280,7 +280,8 @@ public final class PostgresConnection {
                 for step in done.preparing where step.position < done.results.count { prepared[StatementText(sql: step.sql)] = step.name }
                 if let error = done.error {
                     if error.isStalePreparedPlan, !prepared.isEmpty {
-                        // Prepared before the tables changed: prepared again under new names from the next use on.
+                        // Prepared before the tables changed: prepared again under new names from the next use on (the
+                        // old ones stay on the server until the connection ends: one set per such migration).
                         Log.warning("postgres_prepared_statements_reset", ["backend_pid": backendPID, "statements": prepared.count])
                         prepared.removeAll()
                     }

@@ -49,7 +49,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isUniqueViolation: Bool { sqlState == "23505" }
     /// The server refused to run a prepared statement whose plan no longer fits the tables (`0A000`, "cached
     /// plan must not change result type": a migration changed a column's type under a running process).
-    public var isStalePreparedPlan: Bool { sqlState == "0A000" }
+    public var isStalePreparedPlan: Bool { sqlState == "0A000" && message.contains("cached plan") }
     /// `40001`: a serializable or repeatable-read transaction must be retried.
     public var isSerializationFailure: Bool { sqlState == "40001" }
     /// A statement, lock or connect timeout: `57014` (statement_timeout, cancel), `55P03` (lock_timeout) or a

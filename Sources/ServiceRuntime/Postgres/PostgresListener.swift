@@ -114,7 +114,7 @@ public final class PostgresListener {
                 self?.wake()
             }
             let script = settings.channels.map { "LISTEN \(Self.quoted($0));" }.joined(separator: " ")
-            let sent = ContinuousClock.now
+            let sent = EventLoop.shared.now
             try await withDeadline(connection) { _ = try await connection.simpleQuery(script) }
             guard !stopping, !connection.isClosed else { throw PostgresError(kind: .connection, message: "the listener stopped") }
             answered(sentAt: sent)
@@ -134,7 +134,7 @@ public final class PostgresListener {
             await wait(milliseconds: settings.pingIntervalMs)
             guard !stopping, !connection.isClosed else { break }
             do {
-                let sent = ContinuousClock.now
+                let sent = EventLoop.shared.now
                 try await withDeadline(connection) { _ = try await connection.query("SELECT 1") }
                 guard !stopping, !connection.isClosed else { break }
                 answered(sentAt: sent)
@@ -147,16 +147,15 @@ public final class PostgresListener {
         self.connection = nil
     }
 
-    /// A query sent at `sent` answered on the live connection: every notification committed before then has
+    /// A query sent at `sent` (loop time, ms) answered on the live connection: every notification committed before then has
     /// been handed over (the server sends them ahead of a query's answer, or at once while idle). Listening,
     /// unless `answerWindowMs` has already passed since `sent`; then listening ends when it does.
-    private func answered(sentAt sent: ContinuousClock.Instant) {
+    private func answered(sentAt sent: UInt64) {
         guard let window = settings.answerWindowMs else { return setListening(true) }
-        let elapsed = sent.duration(to: .now)
-        guard elapsed < .milliseconds(window) else { return }
+        let elapsed = EventLoop.shared.now &- sent
+        guard elapsed < window else { return }
         setListening(true)
-        let (seconds, attoseconds) = (Duration.milliseconds(window) - elapsed).components
-        answerDeadline.start(after: UInt64(seconds) * 1_000 + UInt64(attoseconds / 1_000_000_000_000_000) + 1) { [weak self] in
+        answerDeadline.start(after: window - elapsed) { [weak self] in
             guard let self, self.isListening else { return }
             Log.warning("postgres_listener_stalled", ["backend_pid": self.connection?.backendPID ?? 0, "window_ms": window])
             self.setListening(false)

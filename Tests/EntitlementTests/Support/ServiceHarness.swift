@@ -84,7 +84,12 @@ final class ServiceHarness: ServiceDatabase {
 
     /// Posts `receipt` for `userID` and returns the answer.
     nonisolated func post(_ receipt: FakeReceipt, for userID: String, waitMs: Int = 10_000, orderID: String? = nil) async throws -> RawHTTPClient.Response {
-        var body: [String: String] = ["user_id": userID, "receipt_data": receipt.receiptData]
+        try await post(receiptData: receipt.receiptData, for: userID, waitMs: waitMs, orderID: orderID)
+    }
+
+    /// Posts `receiptData` exactly as given (a copy of a receipt with its own fake answers, say) for `userID`.
+    nonisolated func post(receiptData: String, for userID: String, waitMs: Int = 10_000, orderID: String? = nil) async throws -> RawHTTPClient.Response {
+        var body: [String: String] = ["user_id": userID, "receipt_data": receiptData]
         body["order_id"] = orderID
         let json = String(decoding: try JSONEncoder().encode(body), as: UTF8.self)
         return try await request("POST", "/v1/receipts?wait_ms=\(waitMs)", json: json)
