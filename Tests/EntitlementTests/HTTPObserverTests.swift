@@ -11,13 +11,13 @@ import Testing
     }
 
     @Test func accessLogLinesKeepTheirFormat() {
-        let routed = HTTPExchange(requestID: "r1", method: "GET", route: "/healthz", status: 200, nanoseconds: 1_234_567)
+        let routed = HTTPExchange(requestID: "r1", client: "127.0.0.1:50000", method: "GET", route: "/healthz", status: 200, nanoseconds: 1_234_567)
         #expect(text(HTTPAccessLog.line(routed)).hasSuffix(
-            " level=info event=http_request request_id=r1 method=GET route=/healthz status=200 duration_ms=1.234\n"))
-        let rejected = HTTPExchange(requestID: "r2", method: "-", route: "rejected", status: 431, detail: "The request has too many header fields.")
+            " level=info event=http_request request_id=r1 client=127.0.0.1:50000 method=GET route=/healthz status=200 duration_ms=1.234\n"))
+        let rejected = HTTPExchange(requestID: "r2", client: "[::1]:50001", method: "-", route: "rejected", status: 431, detail: "The request has too many header fields.")
         #expect(text(HTTPAccessLog.line(rejected)).hasSuffix(
-            #" event=http_request request_id=r2 method=- route=rejected status=431 detail="The request has too many header fields.""# + "\n"))
-        let aborted = HTTPExchange(requestID: "r3", method: "POST", route: "/verifyReceipt", status: nil, nanoseconds: 5_000)
+            #" event=http_request request_id=r2 client=[::1]:50001 method=- route=rejected status=431 detail="The request has too many header fields.""# + "\n"))
+        let aborted = HTTPExchange(requestID: "r3", client: "-", method: "POST", route: "/verifyReceipt", status: nil, nanoseconds: 5_000)
         #expect(text(HTTPAccessLog.line(aborted)).hasSuffix(" route=/verifyReceipt status=aborted duration_ms=0.005\n"))
     }
 
@@ -56,6 +56,13 @@ import Testing
         #expect(rejected.map(\.status) == [413, 400])
         #expect(rejected.allSatisfy { $0.detail != nil && $0.nanoseconds == nil && !$0.requestID.isEmpty })
         #expect(rejected.first?.method == "POST")
+        let routed = try await server.request("/healthz")
+        #expect(routed.status == 200)
+        let all = await Task { @Loop in server.exchanges.exchanges }.value
+        for exchange in all {
+            let port = exchange.client.hasPrefix("127.0.0.1:") ? Int(exchange.client.dropFirst(10)) : nil
+            #expect(port.map { $0 > 0 && $0 != server.port } == true, "the client's own address and port: \(exchange.client)")
+        }
         let text = await Task { @Loop in server.metrics.render() }.value
         #expect(text.contains(#"http_requests_total{route="rejected",method="POST",status="413"} 1"#))
         #expect(text.contains(#"status="400"} 1"#))

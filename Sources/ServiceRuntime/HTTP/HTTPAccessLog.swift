@@ -1,5 +1,5 @@
 /// The access log: one `http_request` line per request, routed or rejected, at `info`:
-/// `request_id`, `method`, `route`, `status` (`aborted` when a handler dropped the connection), then
+/// `request_id`, `client` (address:port), `method`, `route`, `status` (`aborted` when a handler dropped the connection), then
 /// `duration_ms` (handler time) for a routed request or `detail` (why) for a rejected one.
 public struct HTTPAccessLog: HTTPExchangeObserver {
     /// The access log; it has no settings (lines go through `Log` at `info`).
@@ -14,6 +14,7 @@ public struct HTTPAccessLog: HTTPExchangeObserver {
     nonisolated static func line(_ exchange: HTTPExchange) -> Log.Line? {
         guard var line = Log.Line(.info, "http_request") else { return nil }
         line.add("request_id", exchange.requestID)
+        line.add("client", exchange.client)
         line.add("method", exchange.method)
         line.add("route", exchange.route)
         if let status = exchange.status { line.add("status", status) } else { line.add("status", "aborted") }

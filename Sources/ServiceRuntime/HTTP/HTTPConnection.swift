@@ -45,6 +45,8 @@ final class HTTPConnection: FinishBeforeWaiting {
     private var reading = false
     private var discarding = false
     private var closed = false
+    /// The peer's address for the access log, asked of the socket once, when the first request is reported.
+    private lazy var client: String = ListeningSocket.peerAddress(handle) ?? "-"
 
     /// Takes over `handle`, an initialized and accepted uv TCP handle.
     init(handle: UnsafeMutablePointer<uv_tcp_t>, server: HTTPServer, configuration: HTTPServerConfiguration) {
@@ -117,7 +119,7 @@ final class HTTPConnection: FinishBeforeWaiting {
             HTTPResponseSerializer.serialize(response, context: context, date: HTTPDate.now(), into: &outgoing)
             answerQueued()
         case .reject(let problem, let context):
-            server.observe(HTTPExchange(requestID: context.requestID, method: context.method, route: HTTPServer.rejectedRoute,
+            server.observe(HTTPExchange(requestID: context.requestID, client: client, method: context.method, route: HTTPServer.rejectedRoute,
                                         status: problem.status, detail: problem.detail))
             HTTPResponseSerializer.serialize(problem.response, context: context, date: HTTPDate.now(), into: &outgoing)
             answerQueued()
@@ -173,7 +175,7 @@ final class HTTPConnection: FinishBeforeWaiting {
     /// the connection unanswered). No closures here: one formed in `@Loop` code checks the executor when run.
     private func finish(_ request: HTTPRequest, _ outcome: HTTPOutcome, route: String, started: UInt64) {
         let response = try? outcome.get()
-        server.observe(HTTPExchange(requestID: request.requestID, method: request.method, route: route,
+        server.observe(HTTPExchange(requestID: request.requestID, client: client, method: request.method, route: route,
                                     status: response?.status, nanoseconds: uv_hrtime() - started))
         if let response {
             machine.handlerFinished(response, into: &actions)

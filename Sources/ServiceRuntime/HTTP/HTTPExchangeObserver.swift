@@ -4,6 +4,8 @@
 public struct HTTPExchange: Sendable, Equatable {
     /// The id its answer's `X-Request-Id` carries: the client's when sane, else a generated one.
     public var requestID: String
+    /// The client's address as `address:port`, `-` when unknown.
+    public var client: String
     /// The method as sent, `-` when the request was unreadable before its method.
     public var method: String
     /// The route pattern, `Router.unmatchedRoute` when none matched, `HTTPServer.rejectedRoute` when the
@@ -16,8 +18,10 @@ public struct HTTPExchange: Sendable, Equatable {
     /// Why a rejected request was refused (its problem's detail); nil for a routed one.
     public var detail: String?
 
-    init(requestID: String, method: String, route: String, status: Int?, nanoseconds: UInt64? = nil, detail: String? = nil) {
+    init(requestID: String, client: String, method: String, route: String, status: Int?, nanoseconds: UInt64? = nil,
+         detail: String? = nil) {
         self.requestID = requestID
+        self.client = client
         self.method = method
         self.route = route
         self.status = status

@@ -70,6 +70,26 @@ public enum ListeningSocket {
         }
     }
 
+    /// The peer of an accepted uv TCP handle as `address:port` (`[address]:port` for IPv6); nil when the
+    /// socket has no peer any more.
+    static func peerAddress(_ handle: UnsafeMutablePointer<uv_tcp_t>) -> String? {
+        var address = sockaddr_storage()
+        var length = Int32(MemoryLayout<sockaddr_storage>.size)
+        var name = [CChar](repeating: 0, count: 64)
+        let status = withUnsafeMutableBytes(of: &address) { raw -> Int32 in
+            let socket = raw.baseAddress!.assumingMemoryBound(to: sockaddr.self)
+            guard uv_tcp_getpeername(handle, socket, &length) == 0 else { return -1 }
+            return uv_ip_name(socket, &name, name.count)
+        }
+        guard status == 0 else { return nil }
+        let family = Int32(address.ss_family)
+        let port = withUnsafeBytes(of: &address) { raw in
+            Int(UInt16(bigEndian: raw.loadUnaligned(fromByteOffset: MemoryLayout<sa_family_t>.size, as: UInt16.self)))
+        }
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return family == AF_INET6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
     private static func failure(_ call: String, _ host: String, _ port: Int) -> HTTPServerError {
         HTTPServerError(description: "\(call) for \(host):\(port) failed: \(String(cString: strerror(errno)))")
     }
