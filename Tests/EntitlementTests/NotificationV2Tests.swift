@@ -151,6 +151,33 @@ struct NotificationV2Tests {
         }
     }
 
+    /// Another app account resubscribing on the same Apple ID: the notification's transaction carries that
+    /// account's token, so the purchase moves to its user at once (as a post of it would), audited as a transfer.
+    @Test func aNotificationCarryingAnotherUsersTokenMovesThePurchaseToThem() async throws {
+        try await run { service, storeKit in
+            let lapsed = subscription("moved-1", purchased: now.addingTimeInterval(-40 * 86_400), signed: now.addingTimeInterval(-40 * 86_400))
+            #expect(try await service.postSigned([try storeKit.sign(lapsed)], for: "first-account").status == 200)
+            let token = try #require(try await service.request("GET", "/v1/users/second-account/app-account-token").json()["app_account_token"] as? String)
+            let resubscribed = subscription("moved-2", original: "moved-1", purchased: now.addingTimeInterval(-60), token: token,
+                                            signed: now.addingTimeInterval(-60))
+            let uuid = UUID().uuidString.lowercased()
+            #expect(try await service.notify(try storeKit.notification(
+                "SUBSCRIBED", subtype: "RESUBSCRIBE", uuid: uuid, signed: now.addingTimeInterval(-60), transaction: try storeKit.sign(resubscribed),
+                renewal: try storeKit.renewal(originalID: "moved-1", productID: monthly, autoRenew: true, signed: now.addingTimeInterval(-60))
+            )).status == 200)
+            #expect(try await service.entitlements("second-account").entitlement("premium")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("first-account").entitlement("premium")?["active"] as? Bool != true)
+            let stored = try #require(try await service.notificationState(uuid))
+            #expect(stored.state == "applied" && stored.userID == "second-account")
+            let audit = try await service.sql("SELECT actor, user_id FROM audit_events WHERE subject = 'moved-1' AND action = 'ownership.transfer'")
+            #expect(try audit.map { [try $0.string("actor"), try $0.string("user_id")] } == [["app-store-notification", "second-account"]])
+            // The same account's token again changes nothing.
+            #expect(try await service.notify(try storeKit.notification(
+                "DID_RENEW", signed: now.addingTimeInterval(-30), transaction: try storeKit.sign(resubscribed))).status == 200)
+            #expect(try await service.sql("SELECT 1 FROM audit_events WHERE subject = 'moved-1'").count == 1)
+        }
+    }
+
     @Test func aParkedNotificationIsAppliedWhenTheOwnerAppears() async throws {
         try await run { service, storeKit in
             let bought = subscription("park-1", purchased: now.addingTimeInterval(-86_400), signed: now.addingTimeInterval(-3_000))

@@ -127,7 +127,11 @@ extension PurchaseRecorder {
                 context: .init(poster: owner, movesOwnership: false, actor: "app-store-notification", claim: nil, orderID: nil),
                 on: connection))
         }
-        let owner = notification.originalTransactionID.flatMap { purchaseOwners[$0] }
+        // A transaction carrying another user's issued token moved its purchase to that user.
+        var owner = notification.originalTransactionID.flatMap { purchaseOwners[$0] }
+        if let id = notification.originalTransactionID, !effects.transfers.isEmpty {
+            owner = try await owners.owners(of: [id], on: connection)[id]
+        }
         try await notifications.settle(notification.uuid, owner: owner, on: connection)
         return (owner, effects)
     }

@@ -72,8 +72,8 @@ struct PurchaseRecorder {
         var poster: String
         /// True for a user's own post: the restore policy may move purchases to the poster (or refuse with a
         /// conflict). False for Apple's reports (notifications, renewal refreshes), recorded for whoever owns
-        /// each purchase when the transaction runs: a transfer that committed since the owner was looked up
-        /// stands.
+        /// each purchase when the transaction runs (a transfer that committed since the owner was looked up
+        /// stands), except that a purchase carrying an issued `app_account_token` moves to that token's user.
         var movesOwnership: Bool
         var actor: String
         /// The lease of the posted submission being verified; the recording happens only while it holds.
@@ -193,7 +193,7 @@ struct PurchaseRecorder {
     /// that got their first owner.
     ///
     /// A purchase carrying an `app_account_token` this service issued (a user's, or an order's) belongs to that
-    /// token's user, whoever posts it.
+    /// token's user, whoever posts it, and whoever owns it when Apple reports it (a notification, a refresh).
     private func applyOwnership(_ transactions: [StoreTransaction], catalog: Catalog, context: Context,
                                 on connection: PostgresConnection) async throws -> (transfers: [(from: String, to: String)], claimed: [String]) {
         let buyers = try await tokens.users(of: Set(transactions.compactMap(\.accountToken)), on: connection)
@@ -209,14 +209,18 @@ struct PurchaseRecorder {
         // Claim what nobody owns yet; the unique key settles concurrent claims.
         let claimed = try await owners.claimUnowned(purchases.mapValues { $0.orderUser ?? context.poster }, postedAt: context.postedAt,
                                                     on: connection)
-        guard context.movesOwnership else { return ([], claimed) }
-        let current = try await owners.lockedOwners(of: purchases.keys.sorted(), on: connection)
+        // Apple's reports move only what an issued token binds to its user; a user's post may move anything.
+        let movable = context.movesOwnership ? Array(purchases.keys) : purchases.filter { $0.value.orderUser != nil }.map(\.key)
+        guard !movable.isEmpty else { return ([], claimed) }
+        let current = try await owners.lockedOwners(of: movable.sorted(), on: connection)
 
         var transfers: [(from: String, to: String)] = []
         var repostedByOwner: [String] = []
         for (id, (owner, since)) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id] else { continue }
-            switch OwnershipRules.decide(currentOwner: owner, ownerSince: since, poster: context.poster, postedAt: context.postedAt ?? Date(),
+            let poster = context.movesOwnership ? context.poster : owner
+            switch OwnershipRules.decide(currentOwner: owner, ownerSince: since, poster: poster,
+                                         postedAt: context.movesOwnership ? context.postedAt ?? Date() : nil,
                                          orderUser: purchase.orderUser, consumable: purchase.consumable,
                                          transferOnRestore: restorePolicy == .transfer) {
             case .claim, .unchanged:
