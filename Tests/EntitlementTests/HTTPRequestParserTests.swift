@@ -94,6 +94,30 @@ import Testing
         #expect(events.last == .end)
     }
 
+    /// The CRLF after a chunk's data is checked, whether it arrives with the data, alone, split, or byte by byte:
+    /// anything else there is a 400, never skipped (a proxy would read those bytes as the next chunk's size).
+    @Test func chunkDataMustEndWithCRLFHoweverTheBytesArrive() throws {
+        let good = Array("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n".utf8)
+        for bad in ["3\r\nabcXX0\r\n\r\n", "3\r\nabc\rX0\r\n\r\n", "3\r\nabcZZ5\r\nhello\r\n0\r\n\r\n", "3\r\nabc\n\r0\r\n\r\n"] {
+            let text = Array(("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + bad).utf8)
+            for split in 1..<text.count {
+                let parser = parser()
+                let first = parser.parse(Array(text[..<split]))
+                let second = first.consumed == split ? parser.parse(Array(text[split...])).events : []
+                #expect(failure(first.events + second) == .malformed("chunk data not followed by CRLF"), "\(bad) split at \(split)")
+            }
+        }
+        for split in 0..<good.count {
+            let parser = parser()
+            var events = split == 0 ? [] : parser.parse(Array(good[..<split])).events
+            events += parser.parse(Array(good[split...])).events
+            #expect(failure(events) == nil && events.last == .end, "split at \(split)")
+        }
+        let parser = parser()
+        let bytewise = good.flatMap { parser.parse([$0]).events }
+        #expect(failure(bytewise) == nil && bytewise.last == .end)
+    }
+
     @Test func keepAliveFollowsTheProtocolRules() throws {
         func keepAlive(_ text: String) throws -> Bool {
             try #require(heads(parser().parse(Array(text.utf8)).events).first).keepAlive
@@ -103,6 +127,8 @@ import Testing
         #expect(try !keepAlive("GET / HTTP/1.0\r\n\r\n"))
         #expect(try keepAlive("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"))
         #expect(try !keepAlive("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"))
+        // RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing; the connection closes after the request.
+        #expect(try !keepAlive("POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
     }
 
     @Test func expectContinueAndAbsoluteTargets() throws {
@@ -163,6 +189,7 @@ import Testing
         ("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", .unsupportedTransferCoding),
         ("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", .unsupportedTransferCoding),
         ("POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", .malformed("Content-Length given twice")),
+        ("POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", .conflictingFraming),
         ("GET / HTTP/2.0\r\n\r\n", .unsupportedVersion),
     ])
     func framingAProxyCouldReadOtherwiseIsRefused(text: String, expected: HTTPParseFailure) {

@@ -43,12 +43,13 @@ enum AdminInput {
     }
 
     /// The purchase report's window `[from, to)` from the optional query parameters `from` and `to`, each floored to
-    /// a whole second (the window used is the one the report writes): `to` defaults to `now`, `from` to 30 days
-    /// before `to`. A `from` that is not before `to` is named: `to` when given, else `from`.
+    /// a whole second (the window used is the one the report writes): `to` defaults to now, as the end of the
+    /// second now falls in (so a purchase of this very second counts), `from` to 30 days before `to`. A `from` that
+    /// is not before `to` is named: `to` when given, else `from`.
     static func reportWindow(_ request: HTTPRequest, now: Date) throws -> (from: Date, to: Date) {
         let from = try request.query["from"].map { GrantStore.wholeSecond(try instant($0, field: "from")) }
         let givenTo = try request.query["to"].map { GrantStore.wholeSecond(try instant($0, field: "to")) }
-        let to = givenTo ?? GrantStore.wholeSecond(now)
+        let to = givenTo ?? GrantStore.wholeSecond(now).addingTimeInterval(1)
         let start = from ?? to.addingTimeInterval(-30 * 86_400)
         guard start < to else {
             guard givenTo != nil else { throw ProblemError.badRequest("'from' must be in the past ('to' is now).", field: "from") }

@@ -139,8 +139,9 @@ async function loadCapabilities() {
     "Refresh from Apple and attaching an App Store order id need an App Store Server API key (APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE); this service has none.";
 }
 
+// Dots escaped too: a browser would resolve a user id "." or ".." as a path segment of its own.
 function userPath(userID) {
-  return "/v1/admin/users/" + encodeURIComponent(userID);
+  return "/v1/admin/users/" + encodeURIComponent(userID).replaceAll(".", "%2E");
 }
 
 function state(item) {
@@ -285,7 +286,11 @@ function environment() {
 function windowQuery() {
   const query = new URLSearchParams({ environment: environment() });
   if ($("revenue-from").value) query.set("from", $("revenue-from").value + "T00:00:00Z");
-  if ($("revenue-to").value) query.set("to", $("revenue-to").value + "T00:00:00Z");
+  // "To" is a day included: the window ends where the next day starts.
+  if ($("revenue-to").value) {
+    const end = new Date(Date.parse($("revenue-to").value + "T00:00:00Z") + 86400000);
+    query.set("to", end.toISOString().slice(0, 19) + "Z");
+  }
   return query;
 }
 

@@ -42,6 +42,12 @@ final class HTTPRequestParser {
     private var method: String?
     private var requestID: String?
     private var failure: HTTPParseFailure?
+    /// The end of the bytes being parsed, while `http_parser_execute` runs.
+    private var bytesEnd: UnsafeRawPointer?
+    /// How many bytes of the CRLF that must follow a chunk's data are still to be checked at the start of the
+    /// next bytes (0–2): this build of http-parser is not strict and skips any two bytes there, which a proxy
+    /// framing the body otherwise would read as the start of the next chunk (request smuggling).
+    private var chunkEndDue = 0
 
     init(limits: HTTPParserLimits) {
         self.limits = limits
@@ -59,6 +65,16 @@ final class HTTPRequestParser {
     func parse(_ bytes: UnsafeRawBufferPointer) -> (consumed: Int, events: [HTTPParserEvent]) {
         guard !failed, !bytes.isEmpty else { return (failed ? bytes.count : 0, []) }
         events.removeAll(keepingCapacity: true)
+        if chunkEndDue > 0 {
+            let checked = Self.checkChunkEnd(from: bytes.baseAddress!, available: bytes.count, due: chunkEndDue)
+            guard let checked else {
+                fail(Self.badChunkEnd)
+                return (bytes.count, events)
+            }
+            chunkEndDue -= checked
+        }
+        bytesEnd = bytes.baseAddress! + bytes.count
+        defer { bytesEnd = nil }
         let consumed = http_parser_execute(parser, Self.settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
         let code = http_errno(rawValue: parser.pointee.http_errno)
         if code == HPE_PAUSED {
@@ -80,7 +96,9 @@ final class HTTPRequestParser {
         switch code {
         case HPE_HEADER_OVERFLOW: return .headersTooLarge
         case HPE_UNEXPECTED_CONTENT_LENGTH:
-            return headers.contains("Transfer-Encoding") ? .conflictingFraming : .malformed("Content-Length given twice")
+            // The last field may still be pending (http-parser checks the framing before the head's end is reported).
+            let pendingTransferEncoding = inValue && String(decoding: field, as: UTF8.self).lowercased() == "transfer-encoding"
+            return headers.contains("Transfer-Encoding") || pendingTransferEncoding ? .conflictingFraming : .malformed("Content-Length given twice")
         case HPE_INVALID_TRANSFER_ENCODING: return .unsupportedTransferCoding
         default: return .malformed(String(cString: http_errno_description(code)))
         }
@@ -211,7 +229,9 @@ final class HTTPRequestParser {
         let head = HTTPRequestHead(
             request: request,
             version: version,
-            keepAlive: http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0,
+            // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing; close after it.
+            keepAlive: http_should_keep_alive(parser) != 0 && parser.pointee.upgrade == 0
+                && !(version == .http1_0 && headers["Transfer-Encoding"] != nil),
             expectsContinue: version == .http1_1 && headers["Expect"]?.lowercased() == "100-continue",
             contentLength: flags & UInt32(F_CONTENTLENGTH.rawValue) != 0 ? Int(clamping: parser.pointee.content_length) : nil)
         events.append(.head(head))
@@ -252,7 +272,29 @@ final class HTTPRequestParser {
 
     private func body(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         events.append(.body(Array(bytes)))
+        // The last piece of a chunk's data: the CRLF after it is checked here as far as these bytes reach.
+        if parser.pointee.flags & UInt32(F_CHUNKED.rawValue) != 0 && parser.pointee.content_length == 0, let end = bytes.baseAddress.map({ $0 + bytes.count }),
+           let bytesEnd {
+            guard let checked = Self.checkChunkEnd(from: end, available: bytesEnd - end, due: 2) else {
+                failure = Self.badChunkEnd
+                return -1
+            }
+            chunkEndDue = 2 - checked
+        }
         return 0
+    }
+
+    private static let badChunkEnd = HTTPParseFailure.malformed("chunk data not followed by CRLF")
+
+    /// Checks the last `due` bytes of CRLF against the first of the `available` bytes at `start`; answers how many
+    /// were checked, nil when one is wrong.
+    private static func checkChunkEnd(from start: UnsafeRawPointer, available: Int, due: Int) -> Int? {
+        let expected: [UInt8] = [0x0D, 0x0A]
+        let count = min(due, available)
+        for index in 0..<count where start.load(fromByteOffset: index, as: UInt8.self) != expected[2 - due + index] {
+            return nil
+        }
+        return count
     }
 
     private func messageComplete() -> Int32 {
