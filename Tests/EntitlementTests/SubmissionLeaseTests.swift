@@ -79,6 +79,95 @@ struct SubmissionLeaseTests {
         }
     }
 
+    private typealias Post = Task<(id: UUID, outcome: AttemptOutcome?), any Error>
+
+    /// `user` posts `receipt` to `first`, whose call to Apple `slowApple` holds, then to `second`; returns once the
+    /// second post has reached the stored submission (a repost stamps `posted_at` anew).
+    private func postTwice(_ stack: PurchaseStack, _ first: ReceiptService, _ second: ReceiptService, heldBy slowApple: ScriptedVerifier,
+                           _ receipt: FakeReceipt, user: String) async throws -> (Post, Post) {
+        slowApple.holdNextCall()
+        let post = { (service: ReceiptService) in
+            Post { @Loop in try await service.submit(userID: user, receiptData: receipt.receiptData, orderID: nil, waitMs: 30_000, actor: "test") }
+        }
+        let firstPost = post(first)
+        await slowApple.awaitHeldCall()
+        let secondPost = post(second)
+        #expect(try await eventually(timeout: 10) {
+            try await stack.sql("SELECT posted_at > created_at AS reposted FROM receipt_submissions WHERE user_id = $1", [user]).first?
+                .bool("reposted") == true
+        })
+        return (firstPost, secondPost)
+    }
+
+    /// The same receipt posted to a second instance while the first asks Apple: the second waits for the first
+    /// one's answer (up to its `wait_ms`) and answers as it would have, rather than 202 at once.
+    @Test(arguments: LateAnswer.allCases)
+    func aSecondInstanceWaitsForTheAnswerOfTheFirst(answer late: LateAnswer) async throws {
+        try await PurchaseStack.run { stack in
+            let slowApple = ScriptedVerifier(), otherApple = ScriptedVerifier()
+            let first = stack.service(slowApple), second = stack.service(otherApple)
+            let receipt = purchase()
+            let (firstPost, secondPost) = try await postTwice(stack, first, second, heldBy: slowApple, receipt, user: "twice")
+            slowApple.release(try answer(late, receipt))
+            let (firstID, firstOutcome) = try await firstPost.value
+            let (secondID, secondOutcome) = try await secondPost.value
+            #expect(firstID == secondID)
+            switch (late, firstOutcome, secondOutcome) {
+            case (.verified, .verified(.production, 0, _)?, .verified(.production, 0, [])?),
+                 (.rejected, .rejected(21010, _)?, .rejected(21010, "late rejection")?),
+                 (.configurationError, .configurationError(21004, _)?, .configurationError(21004, "late configuration error")?):
+                break
+            default:
+                Issue.record("first: \(String(describing: firstOutcome)), second: \(String(describing: secondOutcome))")
+            }
+            #expect(otherApple.calls.isEmpty, "the second instance did not ask Apple itself")
+        }
+    }
+
+    /// Under `keep`, the second instance's answer is the first one's conflict, naming the purchase.
+    @Test func aSecondInstanceAnswersTheFirstOnesConflict() async throws {
+        try await PurchaseStack.run { stack in
+            let apple = ScriptedVerifier(), slowApple = ScriptedVerifier(), otherApple = ScriptedVerifier()
+            let receipt = purchase()
+            apple.enqueue(try receipt.verified())
+            _ = try await stack.service(apple, restorePolicy: .keep).submit(userID: "owner", receiptData: receipt.receiptData, orderID: nil,
+                                                                             waitMs: 30_000, actor: "test")
+            let first = stack.service(slowApple, restorePolicy: .keep), second = stack.service(otherApple, restorePolicy: .keep)
+            let (firstPost, secondPost) = try await postTwice(stack, first, second, heldBy: slowApple, receipt, user: "other")
+            slowApple.release(try receipt.verified())
+            guard case .conflict("fence-1")? = try await firstPost.value.outcome, case .conflict("fence-1")? = try await secondPost.value.outcome else {
+                Issue.record("both posts end in the conflict over fence-1"); return
+            }
+        }
+    }
+
+    /// The first instance dies while it asks Apple: once its lease runs out, the waiting second instance takes the
+    /// submission over and asks Apple itself.
+    @Test func aSecondInstanceTakesOverALapsedLease() async throws {
+        try await PurchaseStack.run { stack in
+            let deadApple = ScriptedVerifier(), otherApple = ScriptedVerifier()
+            let receipt = purchase()
+            deadApple.holdNextCall()
+            let first = stack.service(deadApple)
+            let firstPost = Task { @Loop in
+                try await first.submit(userID: "lapsed", receiptData: receipt.receiptData, orderID: nil, waitMs: 0, actor: "test")
+            }
+            await deadApple.awaitHeldCall()
+            _ = try await firstPost.value
+            otherApple.enqueue(try receipt.verified())
+            let waiting = Task { @Loop in
+                try await stack.service(otherApple).submit(userID: "lapsed", receiptData: receipt.receiptData, orderID: nil, waitMs: 30_000, actor: "test")
+            }
+            #expect(try await eventually(timeout: 10) {
+                try await stack.sql("SELECT posted_at > created_at AS reposted FROM receipt_submissions").first?.bool("reposted") == true
+            })
+            _ = try await stack.sql("UPDATE receipt_submissions SET claimed_until = now() - interval '1 second'")
+            guard case .verified? = try await waiting.value.outcome else { Issue.record("the lapsed lease was not taken over"); return }
+            #expect(otherApple.calls.count == 1)
+            deadApple.release(.retryLater(appleStatus: nil, reason: "too late"))
+        }
+    }
+
     @Test func releasingClaimsFreesOnlyTheLeasesStillHeld() async throws {
         try await PurchaseStack.run { stack in
             let store = SubmissionStore()

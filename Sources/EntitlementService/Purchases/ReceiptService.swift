@@ -56,9 +56,65 @@ final class ReceiptService {
         } else if let claimed = try await submissions.claim(id, lease: lease, on: db) {
             task = start(claimed, actor: actor)
         } else {
-            return (id, nil)  // another instance is asking Apple right now; the client polls GET /v1/receipts/{id}
+            return (id, try await outcomeOfAnotherAttempt(id, waitMs: waitMs, actor: actor))
         }
         return (id, await value(of: task, waitingAtMost: waitMs))
+    }
+
+    /// The outcome of the attempt another process makes on submission `id` (the same receipt posted there at the
+    /// same time), waiting up to `waitMs` for it by reading the submission's row, every 25 ms at first, then less
+    /// often (up to 400 ms). A lease that runs out meanwhile (its process died) is taken over: this process asks
+    /// Apple. nil when no answer came in time (the client polls `GET /v1/receipts/{id}`).
+    private func outcomeOfAnotherAttempt(_ id: UUID, waitMs: Int, actor: String) async throws -> AttemptOutcome? {
+        let deadline = EventLoop.shared.now + UInt64(max(0, waitMs))
+        var pause: UInt64 = 25
+        while !shuttingDown {
+            if let running = inFlight[id] {
+                return await value(of: running.task, waitingAtMost: Int(deadline &- min(deadline, EventLoop.shared.now)))
+            }
+            switch try await submissions.attemptState(id, on: db) {
+            case nil, .held?:
+                break
+            case .lapsed?:
+                if let claimed = try await submissions.claim(id, lease: lease, on: db) {
+                    return await value(of: start(claimed, actor: actor), waitingAtMost: Int(deadline &- min(deadline, EventLoop.shared.now)))
+                }
+            case .settled(let status, let appleStatus, let environment, let detail)?:
+                return Self.outcome(status, appleStatus: appleStatus, environment: environment, detail: detail)
+            }
+            let now = EventLoop.shared.now
+            guard now < deadline else { return nil }
+            await LoopTimer.sleep(milliseconds: min(pause, deadline - now))
+            pause = min(pause * 2, 400)
+        }
+        return nil
+    }
+
+    /// What an attempt that ended in `status` answered, read back from its submission.
+    private static func outcome(_ status: SubmissionStatus, appleStatus: Int?, environment: StoreEnvironment?, detail: String?) -> AttemptOutcome {
+        switch status {
+        case .verified:
+            return .verified(environment: environment ?? .production, appleStatus: appleStatus ?? 0, transferredFrom: [])
+        case .invalid:
+            if let detail, let purchase = conflictedPurchase(detail) { return .conflict(originalTransactionID: purchase) }
+            return .rejected(appleStatus: appleStatus, detail: detail ?? "The App Store rejected the receipt.")
+        case .failed:
+            return .configurationError(appleStatus: appleStatus, detail: detail ?? "")
+        case .pending:
+            return .pending
+        }
+    }
+
+    /// The detail a submission refused under `keep` is stored with, naming the purchase that belongs to another user.
+    private static func conflictDetail(_ originalTransactionID: String) -> String {
+        "purchase \(originalTransactionID) belongs to another user"
+    }
+
+    /// The purchase named by a stored ``conflictDetail(_:)``; nil for any other detail.
+    private static func conflictedPurchase(_ detail: String) -> String? {
+        guard detail.hasPrefix("purchase "), detail.hasSuffix(" belongs to another user") else { return nil }
+        let purchase = detail.dropFirst("purchase ".count).dropLast(" belongs to another user".count)
+        return conflictDetail(String(purchase)) == detail ? String(purchase) : nil
     }
 
     /// Runs one attempt of a submission claimed by the retry worker.
@@ -93,7 +149,7 @@ final class ReceiptService {
                     return .verified(environment: environment, appleStatus: response.status, transferredFrom: recorded.transferredFrom)
                 } catch let conflict as OwnershipConflict {
                     try await written(submissions.reject(claim, appleStatus: response.status,
-                                                         detail: "purchase \(conflict.originalTransactionID) belongs to another user", on: db), claim)
+                                                         detail: Self.conflictDetail(conflict.originalTransactionID), on: db), claim)
                     Log.info("receipt_conflict", ["verification_id": id.lowercasedString, "user_id": submission.userID,
                                                   "original_transaction_id": conflict.originalTransactionID])
                     count("conflict", appleStatus: response.status)

@@ -26,6 +26,16 @@ struct Submission: Sendable {
     var updatedAt: Date
 }
 
+/// Where the attempt on a submission stands, as a process that did not make it sees it.
+enum SubmissionAttemptState: Sendable, Equatable {
+    /// A live lease holds it: another process is asking Apple now.
+    case held
+    /// A lease ran out without an answer (its holder died): anyone may claim it.
+    case lapsed
+    /// No attempt holds it: it ended (or was given up) in `status`, with Apple's status and the detail kept.
+    case settled(SubmissionStatus, appleStatus: Int?, environment: StoreEnvironment?, detail: String?)
+}
+
 /// One lease on a submission: the right to ask Apple about it and write the answer. Every claim draws a new
 /// `claimID`, and every write of the lease holder names it, so an attempt whose lease ran out and was claimed
 /// again writes nothing when its answer comes late.

@@ -110,6 +110,22 @@ struct SubmissionStore {
             """, [claims.map(\.verificationID), claims.map(\.claimID)])
     }
 
+    /// Where the attempt on submission `verificationID` stands; nil when there is no such submission.
+    func attemptState(_ verificationID: UUID, on db: some PostgresQueryable) async throws -> SubmissionAttemptState? {
+        try await db.query("""
+            SELECT status, apple_status, environment, last_error,
+                   claimed_until IS NOT NULL AND status IN ('pending', 'failed') AND claimed_until >= now() AS held,
+                   claimed_until IS NOT NULL AND status IN ('pending', 'failed') AND claimed_until < now() AS lapsed
+              FROM receipt_submissions WHERE verification_id = $1
+            """, [verificationID]).rows.first.map { row in
+            if try row.bool("held") { return .held }
+            if try row.bool("lapsed") { return .lapsed }
+            return .settled(try Self.status(row), appleStatus: try row.optionalInt("apple_status"),
+                            environment: try row.optionalString("environment").flatMap(StoreEnvironment.init(rawValue:)),
+                            detail: try row.optionalString("last_error"))
+        }
+    }
+
     /// The submission with this id, if any (its receipt is not read).
     func find(_ verificationID: UUID, on db: some PostgresQueryable) async throws -> Submission? {
         try await db.query("""
@@ -138,14 +154,18 @@ struct SubmissionStore {
             orderID: try row.optionalUUID("order_id"), attempts: try row.int("attempts"))
     }
 
-    private static func submission(_ row: PostgresRow) throws -> Submission {
+    private static func status(_ row: PostgresRow) throws -> SubmissionStatus {
         let status = try row.string("status")
         guard let parsed = SubmissionStatus(rawValue: status) else {
             throw PostgresError(kind: .decoding, message: "receipt_submissions.status holds '\(status)'")
         }
-        return Submission(
+        return parsed
+    }
+
+    private static func submission(_ row: PostgresRow) throws -> Submission {
+        Submission(
             verificationID: try row.uuid("verification_id"), userID: try row.string("user_id"),
-            orderID: try row.optionalUUID("order_id"), status: parsed, appleStatus: try row.optionalInt("apple_status"),
+            orderID: try row.optionalUUID("order_id"), status: try status(row), appleStatus: try row.optionalInt("apple_status"),
             environment: try row.optionalString("environment").flatMap(StoreEnvironment.init(rawValue:)),
             attempts: try row.int("attempts"), createdAt: try row.date("created_at"), updatedAt: try row.date("updated_at"))
     }
