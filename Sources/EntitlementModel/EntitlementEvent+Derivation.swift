@@ -15,7 +15,9 @@ extension DerivedEntitlementEvent {
     ///   `renewal` when the same subscription had lapsed or `product_change` when it comes back as another
     ///   product, `refund_reversed` when it had been refunded or revoked, `billing_issue` when access is a grace
     ///   period);
-    /// - active before and after: another product of the subscription → `product_change`; a later end →
+    /// - active before and after: another product of the subscription → `product_change` (but `refund`, or `revoke`,
+    ///   about the old purchase when it was taken back and another purchase of its group took over); another
+    ///   purchase of the same product → a purchase by its type; a later end →
     ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
     ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
     /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, billing
@@ -56,10 +58,10 @@ extension DerivedEntitlementEvent {
             }) {
                 return DerivedEntitlementEvent(type: .productChange, purchase: successor.purchase, report: report)
             }
-            let change = ended ?? changes.min { $0.rank < $1.rank }
+            let change = (ended ?? changes.min { $0.rank < $1.rank }).map { $0.takenBack(in: report) ?? $0 }
             return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase, report: report)
         case .appStore(let report):
-            if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }) {
+            if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }).map({ $0.takenBack(in: report) ?? $0 }) {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
             if var consumable = Self.consumableChange(before: before, after: after) {
@@ -134,10 +136,23 @@ extension DerivedEntitlementEvent {
                   originalTransactionID: purchase.originalTransactionID, environment: purchase.environment)
     }
 
-    /// One entitlement's change: its type, how much it matters, and the purchase it is about.
+    /// One entitlement's change: its type, how much it matters, the purchase it is about, and the App Store purchase
+    /// behind the entitlement before.
     private struct Change {
         var type: EntitlementEventType
         var purchase: AppStorePurchase?
+        var previous: AppStorePurchase? = nil
+
+        /// A product change because the purchase that gave the entitlement was taken back (refunded, or revoked
+        /// from a family member) and another purchase of its group took over: the refund (or revoke) of that
+        /// purchase is the event, as the report's transactions of it show; nil for any other change.
+        func takenBack(in report: AppStoreReport) -> Change? {
+            guard type == .productChange, let previous, previous.originalTransactionID != purchase?.originalTransactionID,
+                  report.transactions.contains(where: {
+                      $0.transaction.originalTransactionID == previous.originalTransactionID && $0.transaction.cancellationDate != nil
+                  }) else { return nil }
+            return Change(type: previous.ownership == .familyShared ? .revoke : .refund, purchase: previous)
+        }
 
         /// Lower ranks name the event when several entitlements change at once.
         var rank: Int {
@@ -166,11 +181,16 @@ extension DerivedEntitlementEvent {
 
     private static func change(from old: Entitlement?, to new: Entitlement?) -> Change? {
         guard old != new else { return nil }
-        let purchase = (new?.source).flatMap(appStorePurchase) ?? (old?.source).flatMap(appStorePurchase)
+        let previous = (old?.source).flatMap(appStorePurchase)
+        let purchase = (new?.source).flatMap(appStorePurchase) ?? previous
         switch (old, new) {
         case (_, let new?) where new.active:
             guard let old, old.active else { return Change(type: gained(new, after: old), purchase: purchase) }
-            return Change(type: changedWhileActive(old, new) ?? .renewal, purchase: purchase)
+            // Nothing else changed but the purchase behind it: another purchase of the product (a renewal when
+            // it is the same subscription).
+            let otherPurchase = previous.map { $0.originalTransactionID != purchase?.originalTransactionID } ?? false
+            return Change(type: changedWhileActive(old, new) ?? (otherPurchase ? gained(new, after: nil) : .renewal), purchase: purchase,
+                          previous: previous)
         case (let old?, _) where old.active:
             return Change(type: lost(new, after: old), purchase: purchase)
         case (_, let new?):

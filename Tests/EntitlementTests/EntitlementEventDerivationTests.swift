@@ -234,6 +234,50 @@ import Testing
         #expect(event?.productID == "annual" && event?.transactionID == "200")
     }
 
+    /// Two subscriptions of one group (two Apple accounts): the one in force is refunded (or, for a family member,
+    /// revoked) and the other takes over. What happened is the refund of the first, not a product change, whether
+    /// Apple's refund takes effect at once or at a date ahead (time alone then brings it in).
+    @Test(arguments: [Ownership.purchased, .familyShared])
+    func aRefundThatHandsTheGroupToAnotherPurchaseIsARefund(ownership: Ownership) throws {
+        let monthly = Self.subscription("100", chain: "100", month: 0, ownership: ownership)
+        let annual = StoreTransaction(transactionID: "300", originalTransactionID: "300", productID: "annual", purchaseDate: Self.start,
+                                      expiresDate: ISODuration(years: 1).adding(to: Self.start))
+        let at = Self.start.addingTimeInterval(7_200)
+        let before = Self.state([monthly, annual], at: at)
+        let winner = try #require(before.entitlements["premium"].flatMap { entitlement -> StoreTransaction? in
+            guard case .appStore(let purchase) = entitlement.source else { return nil }
+            return purchase.originalTransactionID == "100" ? monthly : annual
+        })
+        let other = winner.transactionID == "100" ? annual : monthly
+        var refunded = winner
+        refunded.cancellationDate = at.addingTimeInterval(-60)
+        let after = Self.state([refunded, other], at: at)
+        let expected = winner.ownership == .familyShared ? EntitlementEventType.revoke : .refund
+        let event = DerivedEntitlementEvent.derive(before: before, after: after, cause: Self.appStore([refunded], new: [], notification: "REFUND"))
+        #expect(event?.type == expected && event?.transactionID == winner.transactionID && event?.productID == winner.productID)
+
+        // Refunded at a date ahead: in force until then, and time alone brings the refund in.
+        var ahead = winner
+        ahead.cancellationDate = at.addingTimeInterval(60)
+        let passed = DerivedEntitlementEvent.derive(before: Self.state([ahead, other], at: at), after: Self.state([ahead, other], at: at.addingTimeInterval(120)),
+                                                    cause: Self.time([ahead, other]))
+        #expect(passed?.type == expected && passed?.transactionID == winner.transactionID)
+    }
+
+    /// The same non-consumable bought twice (two purchases): when the one shown changes, the event is a purchase of
+    /// it, not a renewal.
+    @Test func anotherPurchaseOfTheSameProductIsAPurchase() {
+        let at = Self.start.addingTimeInterval(600)
+        let later = StoreTransaction(transactionID: "7", originalTransactionID: "7", productID: "lifetime", purchaseDate: Self.start.addingTimeInterval(300))
+        let earlier = StoreTransaction(transactionID: "5", originalTransactionID: "5", productID: "lifetime", purchaseDate: Self.start)
+        // Whichever order they come in, the purchase shown changes one way at least; each change is a purchase.
+        let events = [(later, earlier), (earlier, later)].compactMap { first, second in
+            DerivedEntitlementEvent.derive(before: Self.state([first], at: at), after: Self.state([first, second], at: at),
+                                           cause: Self.appStore([second]))
+        }
+        #expect(!events.isEmpty && events.allSatisfy { $0.type == .nonConsumablePurchase }, "\(events)")
+    }
+
     // MARK: - Other products
 
     @Test func lifetimePassAndConsumablePurchases() {
