@@ -29,17 +29,27 @@ public struct ServerAPICredentials: Sendable, CustomStringConvertible {
     /// Reads the `.p8` file at `path` (PEM, PKCS#8, P-256). The error names the file and what is wrong,
     /// never its contents.
     public static func privateKey(pemFile path: String) throws(ServerAPIKeyError) -> P256.Signing.PrivateKey {
+        let named = shown(path)
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ServerAPIKeyError("'\(path)', which cannot be read")
+            throw ServerAPIKeyError("\(named), which cannot be read")
         }
         guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN") else {
-            throw ServerAPIKeyError("'\(path)', which is not a PEM file (expected the .p8 key from App Store Connect)")
+            throw ServerAPIKeyError("\(named), which is not a PEM file (expected the .p8 key from App Store Connect)")
         }
         do {
             return try P256.Signing.PrivateKey(pemRepresentation: text)
         } catch {
-            throw ServerAPIKeyError("'\(path)', which does not hold a P-256 private key (PKCS#8 PEM)")
+            throw ServerAPIKeyError("\(named), which does not hold a P-256 private key (PKCS#8 PEM)")
         }
+    }
+
+    /// `path` quoted, when it looks like a file path (absolute or relative to `.`, no whitespace, none of PEM's
+    /// dashes or base64's `+` and `=`); else a note that it is not shown: a setting holding the key itself (its PEM
+    /// or its base64) instead of the file's path is never echoed.
+    static func shown(_ path: String) -> String {
+        let pathLike = (path.hasPrefix("/") || path.hasPrefix(".")) && !path.contains("-----")
+            && !path.unicodeScalars.contains { $0.properties.isWhitespace || $0 == "+" || $0 == "=" }
+        return pathLike ? "'\(path)'" : "named by a value not shown (it does not look like a file path: the setting names the .p8 file, it does not hold the key)"
     }
 
     /// A fresh token for a request at `now`: `ServerAPIToken` signed with the key (ES256, raw `r || s`).

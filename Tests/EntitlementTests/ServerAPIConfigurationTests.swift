@@ -80,6 +80,15 @@ import Testing
             try Data("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg".utf8).write(to: URL(fileURLWithPath: notPEM))
             let text = Self.error(base.merging(["APPLE_PRIVATE_KEY_FILE": notPEM]) { $1 })
             #expect(text?.description.contains("not a PEM file") == true && text?.description.contains("MIGHAgEA") == false)
+
+            // The setting holding the key itself (its PEM, or its base64 alone) instead of a path: never echoed.
+            let pem = P256.Signing.PrivateKey().pemRepresentation
+            let keyBody = pem.split(separator: "\n").dropFirst().first.map(String.init) ?? "-"
+            for value in [pem, keyBody, pem.replacingOccurrences(of: "\n", with: " ")] {
+                let inline = Self.error(base.merging(["APPLE_PRIVATE_KEY_FILE": value]) { $1 })
+                #expect(inline?.variable == "APPLE_PRIVATE_KEY_FILE" && inline?.description.contains("not shown") == true)
+                #expect(inline?.description.contains(keyBody) == false && inline?.description.contains("\n") == false)
+            }
         }
     }
 }
