@@ -180,6 +180,42 @@ struct NotificationHistoryTests {
         }
     }
 
+    /// A shutdown while a run waits for a slow page: the run is cancelled and released at the page it reached at
+    /// once, rather than the shutdown waiting for Apple and every page left (a first run may have many).
+    @Test @Loop func aShutdownReleasesARunAtItsPageWithoutWaitingForApple() async throws {
+        try await ServiceHarness.run(serverAPI: true) { service in
+            #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
+            let bought = try await service.fakeBuy(["product_id": .string(Self.monthly), "type": "auto_renewable", "environment": "Sandbox"])
+            let transaction = try #require(bought["transaction_id"] as? String)
+            let orders: [JSONValue] = (0..<22).map { _ in ["notification_type": "DID_RENEW", "transaction_id": .string(transaction)] }
+            #expect(try await service.fakeCall("POST", "/control/storekit/notifications/batch", [
+                "url": "http://127.0.0.1:1/v1/notifications/app-store", "notifications": .array(orders), "shuffle": false,
+            ]).status == 200)
+            // The first page answers; the second keeps every attempt waiting past APPLE_TIMEOUT_MS (3 s).
+            let stalls: [JSONValue] = [[:]] + Array(repeating: ["delay_ms": 12_000], count: 4)
+            #expect(try await service.fakeCall("POST", "/control/server-api/scenarios", [
+                "endpoint": "notification_history", "environment": "Sandbox", "steps": .array(stalls),
+            ]).status == 201)
+            _ = try await service.sql("UPDATE notification_history_runs SET next_run_at = now() WHERE environment = 'Sandbox'")
+            #expect(try await eventually(timeout: 20) {
+                try await service.sql("""
+                    SELECT 1 FROM notification_history_runs WHERE environment = 'Sandbox' AND pagination_token IS NOT NULL AND claim_id IS NOT NULL
+                    """).count == 1
+            })
+            let clock = ContinuousClock()
+            let took = await clock.measure { await service.application.shutdown() }
+            // Without the cancellation the page's attempts take its whole call time (10 s).
+            #expect(took < .seconds(5), "the shutdown took \(took)")
+            let run = try await service.sql("""
+                SELECT 1 FROM notification_history_runs
+                 WHERE environment = 'Sandbox' AND claim_id IS NULL AND pagination_token IS NOT NULL AND last_error LIKE '%cancelled%'
+                """)
+            let detail = try await service.sql("SELECT last_error FROM notification_history_runs WHERE environment = 'Sandbox'").first?
+                .optionalString("last_error")
+            #expect(run.count == 1, "\(detail ?? "-")")
+        }
+    }
+
     @Test @Loop func oneInstanceHoldsARunAndATakeOverFencesTheFormerHolder() async throws {
         try await PurchaseStack.run { stack in
             let store = NotificationHistoryStore()

@@ -12,8 +12,9 @@ import Foundation
 ///
 /// A run is a row of `NotificationHistoryStore` claimed with `FOR UPDATE SKIP LOCKED` under a lease, so two
 /// instances never fetch one environment at once; its window and the page it reached are kept after every
-/// page, so a crash (the lease ends and any instance takes over) or an Apple outage (the run is postponed with
-/// backoff, to Apple's `Retry-After` after a 429) resumes where it stopped.
+/// page, so a crash (the lease ends and any instance takes over), a shutdown (the run is cancelled between pages
+/// or in a page's request, and released) or an Apple outage (the run is postponed with backoff, to Apple's
+/// `Retry-After` after a 429) resumes where it stopped.
 @Loop
 enum NotificationHistoryWorker {
     /// How long a claim holds without news; every page extends it. A page waits for Apple (its rate limit,
@@ -39,7 +40,7 @@ enum NotificationHistoryWorker {
 
     /// The worker, looking for a due run every `pollMs` (the schedule itself is in the table).
     static func make(_ settings: Settings, pollMs: UInt64) -> PeriodicWorker {
-        PeriodicWorker(name: "notification-history", intervalMs: pollMs) { try await runDue(settings) }
+        PeriodicWorker(name: "notification-history", intervalMs: pollMs, cancelsOnStop: true) { try await runDue(settings) }
     }
 
     /// Makes every environment's run due now (unless an instance holds it): the fetch at start.
@@ -66,6 +67,11 @@ enum NotificationHistoryWorker {
                                                "from_page": run.paginationToken != nil])
         var tally = Tally()
         while true {
+            // Shutting down (the worker cancels its run): the run is released at the page reached, as Apple's
+            // interruption would leave it (the page asked meanwhile is cancelled too, and ends here as well).
+            guard !Task.isCancelled else {
+                return try await postpone(run, .retryLater(until: nil, detail: "the service is shutting down"), tally, settings)
+            }
             let result = await settings.client.notificationHistoryPage(
                 environment: environment, start: start, end: end, paginationToken: run.paginationToken)
             guard case .answered(let page, _) = result else {

@@ -2,11 +2,13 @@ import ServiceRuntime
 /// Runs `body` every `intervalMs` on the loop, never two runs at once, until stopped. When a run reports
 /// that it found a full batch, the next run starts at once instead of waiting for the interval. A run that
 /// throws is retried at the next interval; a series of failures is logged once as `worker_failing` (with the
-/// first error) and once as `worker_recovered` when a run succeeds again (`WorkerHealth`).
+/// first error) and once as `worker_recovered` when a run succeeds again (`WorkerHealth`). A worker made with
+/// `cancelsOnStop` cancels its run when stopped, for a run that may take long and can stop part-way, keeping its place.
 @Loop
 final class PeriodicWorker {
     private let name: String
     private let intervalMs: UInt64
+    private let cancelsOnStop: Bool
     private let body: @Loop () async throws -> Bool
     private let timer = LoopTimer()
     private var running: Task<Void, Never>?
@@ -14,9 +16,10 @@ final class PeriodicWorker {
     private var health = WorkerHealth()
 
     /// - Parameter body: one run; returns true when more work is waiting.
-    init(name: String, intervalMs: UInt64, body: @escaping @Loop () async throws -> Bool) {
+    init(name: String, intervalMs: UInt64, cancelsOnStop: Bool = false, body: @escaping @Loop () async throws -> Bool) {
         self.name = name
         self.intervalMs = intervalMs
+        self.cancelsOnStop = cancelsOnStop
         self.body = body
     }
 
@@ -42,10 +45,11 @@ final class PeriodicWorker {
         }
     }
 
-    /// Stops scheduling runs and waits for the current one to finish.
+    /// Stops scheduling runs and waits for the current one to finish (cancelled first, with `cancelsOnStop`).
     func stop() async {
         stopped = true
         timer.close()
+        if cancelsOnStop { running?.cancel() }
         await running?.value
         Log.info("worker_stopped", ["worker": name])
     }
