@@ -54,6 +54,17 @@ struct NotificationHistoryTests {
             """, [since]).count == 2
     }
 
+    /// Once the start's runs completed: 22 Sandbox notifications nobody received (two pages of history).
+    @Loop private static func missTwoPagesOfNotifications(_ service: ServiceHarness) async throws {
+        #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
+        let bought = try await service.fakeBuy(["product_id": .string(Self.monthly), "type": "auto_renewable", "environment": "Sandbox"])
+        let transaction = try #require(bought["transaction_id"] as? String)
+        let orders: [JSONValue] = (0..<22).map { _ in ["notification_type": "DID_RENEW", "transaction_id": .string(transaction)] }
+        #expect(try await service.fakeCall("POST", "/control/storekit/notifications/batch", [
+            "url": "http://127.0.0.1:1/v1/notifications/app-store", "notifications": .array(orders), "shuffle": false,
+        ]).status == 200)
+    }
+
     @Test @Loop func notificationsMissedWhileStoppedAreRecoveredAtStartOnce() async throws {
         try await ServiceHarness.run(serverAPI: true) { service in
             #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
@@ -139,14 +150,7 @@ struct NotificationHistoryTests {
 
     @Test @Loop func aRunApplesRateLimitInterruptsResumesAtItsPage() async throws {
         try await ServiceHarness.run(serverAPI: true) { service in
-            #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
-            let bought = try await service.fakeBuy(["product_id": .string(Self.monthly), "type": "auto_renewable", "environment": "Sandbox"])
-            let transaction = try #require(bought["transaction_id"] as? String)
-            // 22 notifications nobody received (two pages of history).
-            let orders: [JSONValue] = (0..<22).map { _ in ["notification_type": "DID_RENEW", "transaction_id": .string(transaction)] }
-            #expect(try await service.fakeCall("POST", "/control/storekit/notifications/batch", [
-                "url": "http://127.0.0.1:1/v1/notifications/app-store", "notifications": .array(orders), "shuffle": false,
-            ]).status == 200)
+            try await Self.missTwoPagesOfNotifications(service)
             // The first page answers, the second is rate limited beyond the page's wait (Retry-After in 11 s).
             #expect(try await service.fakeCall("POST", "/control/server-api/scenarios", [
                 "endpoint": "notification_history", "environment": "Sandbox", "steps": [[:], ["status": 429, "retry_after_ms": 11_000]],
@@ -184,13 +188,7 @@ struct NotificationHistoryTests {
     /// once, rather than the shutdown waiting for Apple and every page left (a first run may have many).
     @Test @Loop func aShutdownReleasesARunAtItsPageWithoutWaitingForApple() async throws {
         try await ServiceHarness.run(serverAPI: true) { service in
-            #expect(try await eventually(timeout: 20) { try await Self.runsCompleted(service) })
-            let bought = try await service.fakeBuy(["product_id": .string(Self.monthly), "type": "auto_renewable", "environment": "Sandbox"])
-            let transaction = try #require(bought["transaction_id"] as? String)
-            let orders: [JSONValue] = (0..<22).map { _ in ["notification_type": "DID_RENEW", "transaction_id": .string(transaction)] }
-            #expect(try await service.fakeCall("POST", "/control/storekit/notifications/batch", [
-                "url": "http://127.0.0.1:1/v1/notifications/app-store", "notifications": .array(orders), "shuffle": false,
-            ]).status == 200)
+            try await Self.missTwoPagesOfNotifications(service)
             // The first page answers; the second keeps every attempt waiting past APPLE_TIMEOUT_MS (3 s).
             let stalls: [JSONValue] = [[:]] + Array(repeating: ["delay_ms": 12_000], count: 4)
             #expect(try await service.fakeCall("POST", "/control/server-api/scenarios", [
