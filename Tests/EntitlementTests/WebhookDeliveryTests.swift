@@ -192,6 +192,29 @@ struct WebhookDeliveryTests {
         }
     }
 
+    /// A redelivery starts a new round: its backoff counts from the round's first attempt again (else a long-failed
+    /// event redelivered would wait the longest backoff, or fail after one attempt), while `attempts` keeps the total.
+    @Test func aRedeliveryCountsItsBackoffFromTheRoundsFirstAttempt() async throws {
+        try await PurchaseStack.run { stack in
+            let store = WebhookDeliveryStore(), id = UUID()
+            _ = try await stack.sql("""
+                INSERT INTO webhook_events (event_id, user_id, sequence, type, payload, delivery_status, pending_since, next_attempt_at)
+                VALUES ($1, 'rounds', 1, 'grant', '{}', 'pending', now(), now())
+                """, [id])
+            let due = "UPDATE webhook_events SET next_attempt_at = now() - interval '1 second', claim_id = NULL"
+            var attempts: [Int] = []
+            for _ in 0..<3 {
+                attempts += try await store.claimDue(limit: 10, now: Date(), leaseMs: 60_000, on: stack.pool).map(\.attempt)
+                _ = try await stack.sql(due)
+            }
+            _ = try await stack.sql("UPDATE webhook_events SET delivery_status = 'failed', next_attempt_at = NULL")
+            #expect(try await store.redeliver(id, now: Date(), on: stack.pool))
+            attempts += try await store.claimDue(limit: 10, now: Date().addingTimeInterval(1), leaseMs: 60_000, on: stack.pool).map(\.attempt)
+            #expect(attempts == [1, 2, 3, 1])
+            #expect(try await stack.sql("SELECT attempts FROM webhook_events").first?.int("attempts") == 4)
+        }
+    }
+
     @Test func aReceiverThatNeverAnswersTimesOutWithoutSlowingTheAPI() async throws {
         let silent = try Listener()  // accepts connections at the kernel, never answers
         let environment = ["WEBHOOK_URL": "http://127.0.0.1:\(silent.port)/hook", "WEBHOOK_SECRET": WebhookReceiver.makeSecret(),

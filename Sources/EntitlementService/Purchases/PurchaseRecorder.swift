@@ -302,5 +302,5 @@ struct PurchaseRecorder {
 extension StoreTransaction {
     /// The `app_account_token` as a UUID (compared case-insensitively); nil when absent or not a UUID, which no
     /// token this service issues (a user's or an order's) is.
-    var accountToken: UUID? { appAccountToken.flatMap(UUID.init(uuidString:)) }
+    var accountToken: UUID? { appAccountToken.flatMap(UUID.init(exactly:)) }
 }

@@ -8,7 +8,7 @@ struct DeliveryClaim: Sendable {
     /// Fences the outcome: only the claim that is still current records one.
     var claimID: UUID
     var payload: String
-    /// This attempt's number (1 for the first send).
+    /// This attempt's number in its round (1 for the first send, and for the first after a redelivery).
     var attempt: Int
     var pendingSince: Date
 }
@@ -99,10 +99,10 @@ struct WebhookDeliveryStore: WebhookDeliveryReading {
                      LIMIT $2
                      FOR UPDATE SKIP LOCKED) due
              WHERE e.event_id = due.event_id
-            RETURNING e.event_id, e.claim_id, e.payload, e.attempts, e.pending_since
+            RETURNING e.event_id, e.claim_id, e.payload, e.attempts - e.attempts_before_round AS round_attempt, e.pending_since
             """, [now, limit, leaseMs]).rows.map { row in
             DeliveryClaim(eventID: try row.uuid("event_id"), claimID: try row.uuid("claim_id"), payload: try row.string("payload"),
-                          attempt: try row.int("attempts"), pendingSince: try row.date("pending_since"))
+                          attempt: try row.int("round_attempt"), pendingSince: try row.date("pending_since"))
         }
     }
 
@@ -163,7 +163,8 @@ struct WebhookDeliveryStore: WebhookDeliveryReading {
     func redeliver(_ eventID: UUID, now: Date, on db: some PostgresQueryable) async throws -> Bool {
         try await db.query("""
             UPDATE webhook_events
-               SET delivery_status = 'pending', pending_since = $2, next_attempt_at = $2, claim_id = NULL
+               SET delivery_status = 'pending', pending_since = $2, next_attempt_at = $2, claim_id = NULL,
+                   attempts_before_round = attempts
              WHERE event_id = $1
             RETURNING event_id
             """, [eventID, now]).rows.count == 1
