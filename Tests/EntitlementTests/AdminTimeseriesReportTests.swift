@@ -77,6 +77,27 @@ extension AdminTests {
             }
         }
 
+        /// Subscriptions priced in different currencies are counted and estimated apart: yen are never added to
+        /// dollars.
+        @Test @Loop func subscriptionsInEachPriceCurrencyAreReportedApart() async throws {
+            try await AdminHarness.run { service in
+                let yen = #"{"type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "1200", "price_currency": "JPY"}"#
+                let put = try await service.call("PUT", "/v1/admin/products/com.example.premium.yen", body: yen)
+                #expect([200, 201].contains(put.status), "\(put)")
+                try await Self.insert(service, "1", product: Self.monthly, environment: "Production",
+                                      purchased: "2026-03-01T10:00:00Z", expires: "2026-03-31T10:00:00Z")
+                try await Self.insert(service, "2", product: "com.example.premium.yen", environment: "Production",
+                                      purchased: "2026-03-01T09:00:00Z", expires: "2026-03-31T09:00:00Z")
+                let reply = try await service.call("GET", "/v1/admin/reports/timeseries?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z")
+                #expect(reply.status == 200, "\(reply)")
+                let rows = (reply.object["subscriptions"] as? [[String: Any]] ?? []).map { row in
+                    "\(row["price_currency"] as? String ?? "null") active=\(row["active_subscriptions"] as? Int ?? -1) mrr=\(row["mrr"] as? String ?? "null")"
+                }
+                // A 30-day period: 1200 × 30.44 / 30 = 1217.48 yen, 4.99 × 30.44 / 30 = 5.06 dollars.
+                #expect(rows == ["JPY active=1 mrr=1217.48", "USD active=1 mrr=5.06"])
+            }
+        }
+
         @Test @Loop func theIntervalAndTheWindowAreChecked() async throws {
             try await AdminHarness.run { service in
                 for (query, field) in [("interval=hour", "interval"), ("from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z", "interval"),

@@ -64,23 +64,27 @@ struct TimeseriesReportBody: Encodable {
         }
     }
 
-    /// The subscriptions of one environment active at the end of one bucket (or at `to` for the last).
+    /// The subscriptions of one environment active at the end of one bucket (or at `to` for the last) whose
+    /// products are priced in one currency (nil: products without a catalog price): prices in different
+    /// currencies are never added together.
     struct Subscriptions: Encodable {
         var periodStart: Date
         var environment: String
+        var priceCurrency: String?
         var activeSubscriptions: Int
         /// Each active subscription's catalog price scaled to a month by its current period's length, summed;
-        /// a decimal string, nil when no active subscription has a catalog price.
+        /// a decimal string in `priceCurrency`, nil when these subscriptions' products have no catalog price.
         var mrr: String?
 
         enum CodingKeys: String, CodingKey {
-            case periodStart = "period_start", environment, activeSubscriptions = "active_subscriptions", mrr
+            case periodStart = "period_start", environment, priceCurrency = "price_currency", activeSubscriptions = "active_subscriptions", mrr
         }
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(RFC3339.string(from: periodStart), forKey: .periodStart)
             try container.encode(environment, forKey: .environment)
+            try container.encode(priceCurrency, forKey: .priceCurrency)
             try container.encode(activeSubscriptions, forKey: .activeSubscriptions)
             try container.encode(mrr, forKey: .mrr)
         }

@@ -377,7 +377,9 @@ async function loadRevenue() {
   const subscriptions = report.subscriptions;
   chart($("chart-subscriptions"), periods, [
     ...seriesBy(subscriptions.map((s) => Object.assign({ series: "active subscriptions" }, s)), "series", (s) => s.active_subscriptions),
-    ...seriesBy(subscriptions.map((s) => Object.assign({ series: "MRR estimate" }, s)), "series", (s) => s.mrr),
+    // One MRR line per currency: prices in different currencies are never added together.
+    ...seriesBy(subscriptions.filter((s) => s.mrr !== null).map((s) => Object.assign({ series: "MRR estimate (" + s.price_currency + ")" }, s)),
+      "series", (s) => s.mrr),
   ], "line");
   $("chart-purchases").dataset.environment = report.environment;
   fillTable($("revenue-table"), report.points, [

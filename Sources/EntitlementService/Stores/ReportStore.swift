@@ -80,7 +80,7 @@ struct ReportStore: ReportReading {
             WITH buckets AS (\(buckets)),
             live AS (
                 SELECT DISTINCT ON (b.period_start, t.original_transaction_id)
-                       b.period_start, t.environment, p.price, t.purchase_date, t.expires_date
+                       b.period_start, t.environment, p.price, p.price_currency, t.purchase_date, t.expires_date
                   FROM buckets b
                   JOIN app_store_transactions t
                     ON t.expires_date > b.period_end AND t.expires_date > $1::timestamptz AND t.purchase_date <= b.period_end
@@ -88,15 +88,16 @@ struct ReportStore: ReportReading {
                   JOIN products p ON p.product_id = t.product_id AND p.type = 'auto_renewable'
                  ORDER BY b.period_start, t.original_transaction_id, t.purchase_date DESC
             )
-            SELECT period_start, environment, count(*) AS active,
+            SELECT period_start, environment, price_currency, count(*) AS active,
                    round(sum(price::numeric * 2629746 / greatest(extract(epoch FROM expires_date - purchase_date), 86400)), 2) AS mrr
               FROM live
-             GROUP BY period_start, environment
-             ORDER BY period_start, environment
+             GROUP BY period_start, environment, price_currency
+             ORDER BY period_start, environment, price_currency NULLS LAST
             """, parameters).rows.map { row in
             TimeseriesReportBody.Subscriptions(
                 periodStart: try row.date("period_start"), environment: try row.string("environment"),
-                activeSubscriptions: try row.int("active"), mrr: try row.optionalString("mrr"))
+                priceCurrency: try row.optionalString("price_currency"), activeSubscriptions: try row.int("active"),
+                mrr: try row.optionalString("mrr"))
         }
         return TimeseriesReportBody(from: from, to: to, interval: interval, environment: environment, periods: periods,
                                     points: points, subscriptions: subscriptions)
