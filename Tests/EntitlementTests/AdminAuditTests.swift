@@ -41,6 +41,11 @@ extension AdminTests {
                 #expect(transfer["user_id"] as? String == "second")
                 #expect((transfer["before"] as? [String: Any])?["user_id"] as? String == "first")
                 #expect((transfer["after"] as? [String: Any])?["user_id"] as? String == "second")
+                // Filtered by either side, the transfer is there: it is about the user it left too.
+                for side in ["first", "second"] {
+                    let filtered = try await service.call("GET", "/v1/admin/audit?user_id=\(side)&action=ownership.transfer")
+                    #expect((filtered.object["events"] as? [[String: Any]])?.compactMap { $0["subject"] as? String } == ["9100001"], "\(side)")
+                }
 
                 let revoke = events[2]
                 #expect(revoke["subject"] as? String == id)

@@ -45,7 +45,11 @@ struct AuditStore: AuditReading {
             let micros = bind(cursor.occurredMicroseconds), id = bind(cursor.eventID)
             conditions.append("(occurred_at, event_id) < (timestamptz 'epoch' + \(micros) * interval '1 microsecond', \(id))")
         }
-        if let userID = query.userID { conditions.append("user_id = \(bind(userID))") }
+        if let userID = query.userID {
+            // A transfer is about the user it left too (named in its `before`).
+            let user = bind(userID)
+            conditions.append("(user_id = \(user) OR (action = '\(Action.ownershipTransfer.rawValue)' AND before->>'user_id' = \(user)))")
+        }
         if let action = query.action { conditions.append("action = \(bind(action))") }
         let filter = conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND ")
         let rows = try await db.query("""
