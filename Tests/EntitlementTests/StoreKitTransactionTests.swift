@@ -221,6 +221,48 @@ struct StoreKitTransactionTests {
             #expect(try await service.entitlements("order-user").entitlement("pass")?["active"] as? Bool == true)
             let fulfilled = try await service.request("GET", "/v1/orders/\(second["order_id"] as? String ?? "")").json()
             #expect(fulfilled["transaction_id"] as? String == "ord-2")
+
+            // A purchase carrying the user's own token (as API.md recommends) still fulfils the order posted with it.
+            let own = try #require(try await service.request("GET", "/v1/users/order-user/app-account-token").json()["app_account_token"] as? String)
+            let third = try #require(try await service.request("POST", "/v1/orders", json: #"{"user_id": "order-user", "product_id": "com.example.lifetime"}"#)
+                .json()["order_id"] as? String)
+            let tokened = try storeKit.sign(.init(id: "ord-3", productID: "com.example.lifetime", kind: .nonConsumable, purchased: now,
+                                                  appAccountToken: own, signed: now))
+            #expect(try await service.postSigned([tokened], for: "order-user", orderID: third).status == 200)
+            #expect(try await service.request("GET", "/v1/orders/\(third)").json()["transaction_id"] as? String == "ord-3")
+
+            // An order's token on a purchase of another product does not fulfil it (the cheap product for the dear order).
+            let dear = try await service.request("POST", "/v1/orders", json: #"{"user_id": "order-user", "product_id": "com.example.lifetime"}"#).json()
+            let coins = try storeKit.sign(.init(id: "ord-4", productID: "com.example.coins.100", kind: .consumable, purchased: now,
+                                                appAccountToken: dear["app_account_token"] as? String, signed: now))
+            #expect(try await service.postSigned([coins], for: "order-user").status == 200)
+            let open = try await service.request("GET", "/v1/orders/\(dear["order_id"] as? String ?? "")").json()
+            #expect(open["status"] as? String == "created" && open["transaction_id"] == nil, "\(open)")
+        }
+    }
+
+    /// Xcode's StoreKit testing payloads, accepted unsigned where listed, are recorded under ids of their own: one
+    /// reusing a real purchase's id claims, moves and refunds nothing of it.
+    @Test func anUnsignedXcodeTransactionNeverNamesAnAppStorePurchase() async throws {
+        try await run(["APPLE_SIGNED_ENVIRONMENTS": "Production,Sandbox,Xcode"]) { service, storeKit in
+            let real = SignedStoreKit.Transaction(id: "700", productID: "com.example.lifetime", kind: .nonConsumable,
+                                                  purchased: now.addingTimeInterval(-60), signed: now.addingTimeInterval(-60))
+            #expect(try await service.postSigned([try storeKit.sign(real)], for: "real-buyer").status == 200)
+            var forged = real
+            forged.environment = "Xcode"
+            forged.revoked = now.addingTimeInterval(-1)
+            forged.signed = now
+            let unsigned = [#"{"alg":"none"}"#, String(decoding: try JSONSerialization.data(withJSONObject: forged.payload), as: UTF8.self)]
+                .map { CompactJWS.base64URL(Data($0.utf8)) }.joined(separator: ".") + "."
+            let answer = try await service.postSigned([unsigned], for: "xcode-tester")
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect(try answer.json()["transaction_id"] as? String == "Xcode:700")
+            #expect(try answer.json()["transferred_from"] == nil)
+            #expect(try await service.entitlements("real-buyer").entitlement("pro")?["active"] as? Bool == true)
+            #expect(try await service.entitlements("real-buyer").entitlement("pro")?["original_transaction_id"] as? String == "700")
+            let owners = try await service.sql("SELECT original_transaction_id, user_id FROM purchase_owners ORDER BY 1")
+            #expect(try owners.map { [try $0.string("original_transaction_id"), try $0.string("user_id")] }
+                    == [["700", "real-buyer"], ["Xcode:700", "xcode-tester"]])
         }
     }
 

@@ -68,8 +68,9 @@ struct NotificationIntake {
             uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
             signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
             environment: verified.environment.rawValue,
-            originalTransactionID: transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID,
-            transactionID: transaction?.payload.transaction.transactionID, signedPayload: jws,
+            originalTransactionID: (transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID)
+                .map(verified.environment.recordedID),
+            transactionID: (transaction?.payload.transaction.transactionID).map(verified.environment.recordedID), signedPayload: jws,
             transactionInfo: transaction?.json, renewalInfo: renewal?.json, state: state)
     }
 

@@ -19,7 +19,8 @@ struct NotificationFacts: Sendable {
     /// transaction dated by its own `signedDate`, else the notification's; the renewal state by the
     /// notification's), or a V1 notification's unified receipt.
     init(_ notification: StoredNotification) throws {
-        environment = notification.environment.flatMap(SignedDataEnvironment.init(rawValue:))?.recorded ?? .production
+        let signedEnvironment = notification.environment.flatMap(SignedDataEnvironment.init(rawValue:)) ?? .production
+        environment = signedEnvironment.recorded
         guard notification.version == 2 else {
             let v1 = try AppStoreNotificationV1(jsonData: Data(notification.signedPayload.utf8))
             transactions = v1.transactions()
@@ -36,12 +37,12 @@ struct NotificationFacts: Sendable {
         transactions = try notification.transactionInfo.map { json in
             var transaction = try AppStoreTransactionV2(jsonData: json).transaction
             transaction.signedDate = transaction.signedDate ?? notification.signedDate
-            return [change.stating(transaction)]
+            return [signedEnvironment.recorded(change.stating(transaction))]
         } ?? []
         renewals = try notification.renewalInfo.map { json in
             var renewal = try AppStoreRenewalInfoV2(jsonData: json).renewal
             renewal.signedDate = notification.signedDate
-            return [renewal]
+            return [signedEnvironment.recorded(renewal)]
         } ?? []
     }
 

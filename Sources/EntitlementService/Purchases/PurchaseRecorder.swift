@@ -246,18 +246,20 @@ struct PurchaseRecorder {
         return (transfers, claimed)
     }
 
-    /// Marks orders fulfilled: by the `app_account_token` their purchase carries, or by the `order_id` the
-    /// client posted with the receipt (the newest matching transaction not bound to another order).
+    /// Marks orders fulfilled: by the `app_account_token` their purchase carries (its first purchase of the order's
+    /// product), or by the `order_id` the client posted with the receipt (the newest matching transaction not
+    /// carrying another order's token; the user's own token is no order's).
     private func fulfilOrders(_ transactions: [StoreTransaction], context: Context, on connection: PostgresConnection) async throws {
         let byToken = Dictionary(grouping: transactions.filter { $0.accountToken != nil }) { $0.accountToken! }
         for (token, bound) in byToken.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
-            guard let first = bound.min(by: { $0.purchaseDate < $1.purchaseDate }) else { continue }
-            try await orders.fulfil(token: token, transactionID: first.transactionID, on: connection)
+            let oldestFirst = bound.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+            try await orders.fulfil(token: token, candidates: oldestFirst.map { ($0.transactionID, $0.productID) }, on: connection)
         }
         guard let orderID = context.orderID,
-              let productID = try await orders.lockOpen(orderID, userID: context.poster, on: connection),
-              let match = transactions.filter({ $0.productID == productID && $0.appAccountToken == nil })
-                .max(by: { $0.purchaseDate < $1.purchaseDate }) else { return }
+              let productID = try await orders.lockOpen(orderID, userID: context.poster, on: connection) else { return }
+        let ordersTokens = try await orders.orderTokens(among: Set(byToken.keys), on: connection)
+        guard let match = transactions.filter({ $0.productID == productID && !($0.accountToken.map(ordersTokens.contains) ?? false) })
+            .max(by: { $0.purchaseDate < $1.purchaseDate }) else { return }
         try await orders.fulfil(orderID: orderID, transactionID: match.transactionID, on: connection)
     }
 

@@ -79,7 +79,7 @@ struct StoreKitRoutes {
             throw Self.rejected("The signed transactions of one post must share one environment; '\(Self.fieldName(index: index))' does not.",
                                 index: posted[index].index)
         }
-        let transactions = Self.newestStatements(verified.map(\.payload.transaction))
+        let transactions = Self.newestStatements(verified.map { $0.environment.recorded($0.payload.transaction) })
         let recorded: RecordedPurchases
         do {
             recorded = try await recorder.record(
@@ -91,7 +91,7 @@ struct StoreKitRoutes {
         Log.info("signed_transactions_recorded", ["user_id": userID, "environment": environment.rawValue,
                                                   "transactions": transactions.count, "new_transactions": recorded.newTransactions])
         let document = try await reader.document(userID: userID, at: Date())
-        let ids = verified.map(\.payload.transaction.transactionID)
+        let ids = verified.map { $0.environment.recordedID($0.payload.transaction.transactionID) }
         return .json(RecordedTransactionsBody(document: document, transactionIDs: body.signedTransactions == nil ? nil : ids,
                                               transactionID: body.signedTransactions == nil ? ids.first : nil,
                                               environment: environment, transferredFrom: recorded.transferredFrom.first))

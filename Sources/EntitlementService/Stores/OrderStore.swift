@@ -17,13 +17,26 @@ struct OrderStore {
         try await db.query("SELECT \(Self.columns) FROM orders WHERE order_id = $1", [orderID]).rows.first.map(Self.order)
     }
 
-    /// Fulfils the open order whose purchase carried `token` with `transactionID`, unless an order already has it.
-    func fulfil(token: UUID, transactionID: String, on db: some PostgresQueryable) async throws {
+    /// Fulfils the open order whose token `candidates` carried with the first of them (oldest first) that is of the
+    /// order's product and not another order's already: a purchase of another product does not fulfil it.
+    func fulfil(token: UUID, candidates: [(transactionID: String, productID: String)], on db: some PostgresQueryable) async throws {
         _ = try await db.query("""
-            UPDATE orders SET status = 'fulfilled', transaction_id = $2, fulfilled_at = now()
-             WHERE app_account_token = $1 AND status = 'created'
-               AND NOT EXISTS (SELECT 1 FROM orders WHERE transaction_id = $2)
-            """, [token, transactionID])
+            WITH target AS (
+                SELECT order_id, product_id FROM orders WHERE app_account_token = $1 AND status = 'created' FOR UPDATE),
+            pick AS (
+                SELECT c.transaction_id FROM target, unnest($2::text[], $3::text[]) WITH ORDINALITY AS c (transaction_id, product_id, n)
+                 WHERE c.product_id = target.product_id AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.transaction_id = c.transaction_id)
+                 ORDER BY c.n LIMIT 1)
+            UPDATE orders SET status = 'fulfilled', transaction_id = pick.transaction_id, fulfilled_at = now()
+              FROM target, pick WHERE orders.order_id = target.order_id
+            """, [token, candidates.map(\.transactionID), candidates.map(\.productID)])
+    }
+
+    /// Which of `tokens` are orders' tokens (rather than users' own, or none this service issued).
+    func orderTokens(among tokens: Set<UUID>, on db: some PostgresQueryable) async throws -> Set<UUID> {
+        guard !tokens.isEmpty else { return [] }
+        return Set(try await db.query("SELECT app_account_token FROM orders WHERE app_account_token = ANY($1)", [Array(tokens)])
+            .rows.map { try $0.uuid("app_account_token") })
     }
 
     /// The product of `userID`'s open order `orderID`, locked until the caller's transaction ends; nil when the
