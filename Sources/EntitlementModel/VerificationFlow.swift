@@ -106,8 +106,13 @@ public struct VerificationFlow: Sendable {
         let detail = "Apple status \(status)" + (response.exception.map { ": \($0)" } ?? "")
         switch VerifyStatus(response) {
         case .ok, .okExpired:
+            // Apple always answers an accepted receipt with the receipt it read: an answer without one (a proxy, a
+            // wrong endpoint URL) proves nothing and records nothing, so it is asked again rather than taken as final.
+            guard response.receipt != nil else {
+                return finish(.retryLater(appleStatus: status, reason: "\(detail) from \(environment.rawValue) without a receipt"))
+            }
             if let expected = expectedBundleID, let bundleID = response.bundleID, bundleID != expected {
-                return finish(.rejected(appleStatus: nil, detail: "receipt is for \(bundleID), not \(expected)"))
+                return finish(.rejected(appleStatus: status, detail: "receipt is for \(bundleID), not \(expected)"))
             }
             return finish(.verified(response, environment: environment))
         case .redirect(let target):

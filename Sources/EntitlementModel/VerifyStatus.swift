@@ -19,7 +19,8 @@ public enum VerifyStatus: Sendable, Hashable {
     case retryable
 
     /// Classifies an Apple `status`; `isRetryable` is the body's `is-retryable` flag, which decides the
-    /// `21100`–`21199` internal errors.
+    /// `21100`–`21199` internal errors: final only when it says 0 (Apple's advice for them is to try again later,
+    /// so without the flag they are retried).
     ///
     /// This is the one table of Apple statuses. A status it does not list is treated as `retryable`: that is
     /// the safe class, since it neither grants nor throws away a purchase Apple may yet confirm, and the
@@ -34,7 +35,7 @@ public enum VerifyStatus: Sendable, Hashable {
         case 21003, 21010: .rejected
         case 21000, 21004: .configurationError
         case 21005, 21009: .retryable
-        case 21100...21199: isRetryable == true ? .retryable : .rejected
+        case 21100...21199: isRetryable == false ? .rejected : .retryable
         default: .retryable
         }
     }

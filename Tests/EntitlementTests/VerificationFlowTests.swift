@@ -236,16 +236,26 @@ private let valid = #"{"status": 0, "environment": "Production", "receipt": {"bu
         #expect(flow.answeringEnvironment == .production)
     }
 
-    @Test func anotherAppsReceiptIsRejectedWithoutAnAppleStatus() throws {
+    /// Apple answered (0) for another app's receipt: the rejection carries Apple's status.
+    @Test func anotherAppsReceiptIsRejectedWithApplesStatus() throws {
         var flow = VerificationFlow(expectedBundleID: "com.other.app")
         _ = flow.start()
         #expect(try flow.received(.answered(body(valid)))
-            == .finish(.rejected(appleStatus: nil, detail: "receipt is for com.example.app, not com.other.app")))
+            == .finish(.rejected(appleStatus: 0, detail: "receipt is for com.example.app, not com.other.app")))
+    }
+
+    /// Status 0 without a receipt is not Apple's answer to a receipt (a proxy or a wrong URL): asked again, never final.
+    @Test(arguments: [0, 21006])
+    func anAcceptanceWithoutAReceiptIsAskedAgain(code: Int) throws {
+        var flow = VerificationFlow(expectedBundleID: "com.example.app")
+        _ = flow.start()
+        #expect(try flow.received(.answered(status(code)))
+            == .finish(.retryLater(appleStatus: code, reason: "Apple status \(code) from Production without a receipt")))
     }
 
     @Test func matchingOrAbsentBundleIsAccepted() throws {
         let matching = try body(valid)
-        let unnamed = try status(0)
+        let unnamed = try body(#"{"status": 0, "receipt": {"in_app": []}}"#)
         for response in [matching, unnamed] {
             var flow = VerificationFlow(expectedBundleID: "com.example.app")
             _ = flow.start()

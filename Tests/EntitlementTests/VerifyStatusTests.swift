@@ -27,7 +27,7 @@ import EntitlementModel
     func internalErrorsFollowTheRetryableFlag(status: Int) {
         #expect(VerifyStatus(appleStatus: status, isRetryable: true) == .retryable)
         #expect(VerifyStatus(appleStatus: status, isRetryable: false) == .rejected)
-        #expect(VerifyStatus(appleStatus: status, isRetryable: nil) == .rejected)
+        #expect(VerifyStatus(appleStatus: status, isRetryable: nil) == .retryable)
     }
 
     @Test(arguments: [1, 21001, 21011, 21099, 21200, 30000, -1])
