@@ -168,6 +168,31 @@ struct SubmissionLeaseTests {
         }
     }
 
+    /// The retry worker starts what it claims and goes on: a retry Apple keeps waiting holds up none that comes
+    /// due meanwhile.
+    @Test func aSlowRetryHoldsUpNoOtherRetry() async throws {
+        try await PurchaseStack.run { stack in
+            let apple = ScriptedVerifier()
+            let service = stack.service(apple)
+            let store = SubmissionStore()
+            let due = "UPDATE receipt_submissions SET claimed_until = NULL, next_attempt_at = now() - interval '1 second' WHERE user_id = $1"
+            _ = try await store.store(userID: "slow", receiptData: "c2xvdw==", orderID: nil, lease: .seconds(60), on: stack.pool)
+            _ = try await stack.sql(due, ["slow"])
+            apple.holdNextCall()
+            let worker = RetryWorker.make(service: service, intervalMs: 20)
+            worker.start()
+            await apple.awaitHeldCall()
+            _ = try await store.store(userID: "quick", receiptData: "cXVpY2s=", orderID: nil, lease: .seconds(60), on: stack.pool)
+            apple.enqueue(.rejected(appleStatus: 21010, detail: "final"))
+            _ = try await stack.sql(due, ["quick"])
+            #expect(try await eventually(timeout: 10) {
+                try await stack.sql("SELECT status FROM receipt_submissions WHERE user_id = 'quick'").first?.string("status") == "invalid"
+            })
+            apple.release(.rejected(appleStatus: 21010, detail: "final too"))
+            await worker.stop()
+        }
+    }
+
     @Test func releasingClaimsFreesOnlyTheLeasesStillHeld() async throws {
         try await PurchaseStack.run { stack in
             let store = SubmissionStore()

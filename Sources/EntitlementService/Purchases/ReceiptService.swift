@@ -119,8 +119,14 @@ final class ReceiptService {
 
     /// Runs one attempt of a submission claimed by the retry worker.
     func retry(_ submission: ClaimedSubmission) async -> AttemptOutcome {
-        let task = inFlight[submission.verificationID]?.task ?? start(submission, actor: "retry-worker")
-        return await task.value
+        await startRetry(submission).value
+    }
+
+    /// Starts one attempt of a submission claimed by the retry worker (counted in ``inFlightCount`` at once), or
+    /// finds the one this process runs already.
+    @discardableResult
+    func startRetry(_ submission: ClaimedSubmission) -> Task<AttemptOutcome, Never> {
+        inFlight[submission.verificationID]?.task ?? start(submission, actor: "retry-worker")
     }
 
     private func start(_ submission: ClaimedSubmission, actor: String) -> Task<AttemptOutcome, Never> {
