@@ -192,6 +192,21 @@ import Testing
         #expect(UserID(pathParameter: "a\tb") == nil)
         #expect(UserID(pathParameter: "a\u{7F}") == nil)
         #expect(UserID(pathParameter: "\u{2003}") == nil)
+        // Nothing but invisible format characters is blank too; inside an id they may stand.
+        #expect(UserID(pathParameter: "\u{200D}") == nil && UserID(pathParameter: "\u{FEFF}") == nil && UserID(pathParameter: "\u{200F} \u{200D}") == nil)
+        #expect(UserID(pathParameter: "\u{200F}abc") != nil)
+    }
+
+    /// One spelling per id: the composed one (NFC). Swift would take `e` + U+0301 for `é`, PostgreSQL would not,
+    /// and the cache (Swift) would answer one user with the other's entitlements.
+    @Test func userIDsComeComposed() {
+        let composed = "jos\u{E9}", decomposed = "jose\u{301}"
+        #expect(composed == decomposed, "Swift compares by canonical equivalence")
+        #expect(UserID(pathParameter: composed)?.value.utf8.elementsEqual(composed.utf8) == true)
+        #expect(UserID(pathParameter: decomposed) == nil)
+        #expect(UserID(pathParameter: "\u{1100}\u{1161}") == nil)  // Hangul jamo that compose into 가
+        #expect(UserID(pathParameter: "\u{AC00}") != nil)
+        #expect(throws: ProblemError.self) { try InputRules.userID(decomposed) }
     }
 
     @Test func httpDateFormat() {

@@ -4,18 +4,20 @@ import Foundation
 
 /// Checks of client input shared by the routes; each failure is a 400 problem naming the field.
 enum InputRules {
-    /// User ids are 1–128 printable characters (no control characters, not only spaces). Characters are
-    /// counted as Unicode scalars, as JSON Schema's `maxLength` counts them.
+    /// User ids are 1–128 printable characters (no control characters, not only spaces), in Unicode
+    /// normalization form C (``UserID``). Characters are counted as Unicode scalars, as JSON Schema's `maxLength`
+    /// counts them.
     static func userID(_ value: String, field: String = "user_id") throws -> String {
         try UserID(validating: value, field: field).value
     }
 
-    /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank, and no control
-    /// characters but the `allowed` ones.
+    /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank (nothing but spaces and
+    /// invisible format characters such as U+200D or U+FEFF), and no control characters but the `allowed` ones.
     static func isText(_ value: String, maxLength: Int, allowing allowed: Set<Unicode.Scalar> = []) -> Bool {
         // Visible ASCII alone (most ids) is neither blank nor control: only its length decides.
         if value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) { return (1...maxLength).contains(value.utf8.count) }
-        return (1...maxLength).contains(value.unicodeScalars.count) && !value.allSatisfy(\.isWhitespace)
+        return (1...maxLength).contains(value.unicodeScalars.count)
+            && !value.unicodeScalars.allSatisfy { $0.properties.isWhitespace || $0.properties.generalCategory == .format }
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 
