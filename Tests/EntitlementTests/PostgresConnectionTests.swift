@@ -29,6 +29,25 @@ import Testing
         #expect(echoed.rows.first?["v"] == "'; DROP TABLE \(table); --")
     }
 
+    /// A server that sends nothing for the answer timeout while a request waits (here, busy in `pg_sleep`; in
+    /// production, stopped) fails the request with `.timeout` and closes the connection, rather than holding the
+    /// caller forever; answers inside it pass, and without a timeout a long silence is waited out.
+    @Test @Loop func aSilentServerFailsTheRequestAtTheAnswerTimeout() async throws {
+        let connection = try await connect()
+        connection.answerTimeoutMs = 300
+        #expect(try await connection.query("SELECT pg_sleep(0.05), 1 AS one").rows.first?.int("one") == 1)
+        await #expect {
+            _ = try await connection.query("SELECT pg_sleep(5)")
+        } throws: { error in
+            (error as? PostgresError).map { $0.kind == .timeout && $0.message.contains("300 ms") } ?? false
+        }
+        #expect(connection.isClosed)
+
+        let patient = try await connect()
+        defer { patient.close() }
+        #expect(try await patient.query("SELECT pg_sleep(0.5), 2 AS two").rows.first?.int("two") == 2)
+    }
+
     @Test @Loop func nulByteIsRejectedAndTheConnectionStaysUsable() async throws {
         let connection = try await connect()
         defer { connection.close() }

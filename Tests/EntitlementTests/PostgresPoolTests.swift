@@ -27,6 +27,22 @@ import Testing
         }
     }
 
+    /// A ping that gets no answer in its time fails then (`/readyz` answers 503), whatever holds it up: here the
+    /// only connection is taken, as every connection is when the server has stopped answering.
+    @Test @Loop func aPingFailsAtItsTimeout() async throws {
+        let pool = try makePool(size: 1)
+        try await pool.ping(timeoutMs: 2_000)
+        let release = await holdTheOnlyConnection(of: pool)
+        await #expect {
+            try await pool.ping(timeoutMs: 100)
+        } throws: { error in
+            (error as? PostgresError).map { $0.kind == .timeout && $0.message.contains("100 ms") } ?? false
+        }
+        try await release()
+        try await pool.ping(timeoutMs: 2_000)
+        await pool.close()
+    }
+
     /// Records what callers saw of the pool while they ran.
     @Loop final class Observations {
         var maxWaiting = 0

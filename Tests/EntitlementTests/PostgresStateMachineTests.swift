@@ -47,6 +47,24 @@ import Testing
         #expect(slow.handle(.connectPolled(.ok)) == .none, "nothing happens after close")
     }
 
+    /// The answer timer closes a connection only while a request waits for the server; idle, it was stale.
+    @Test func anOverdueAnswerClosesOnlyWhileARequestWaits() {
+        var waiting = connected()
+        _ = waiting.handle(.requestEnqueued(single))
+        _ = waiting.handle(.sent)
+        _ = waiting.handle(.flushed(.done))
+        #expect(waiting.handle(.answerOverdue) == .close(.answerTimeout))
+        #expect(waiting.state == .closed)
+
+        var sending = connected()
+        _ = sending.handle(.requestEnqueued(single))
+        #expect(sending.handle(.answerOverdue) == .close(.answerTimeout))
+
+        var idle = connected()
+        #expect(idle.handle(.answerOverdue) == .none)
+        #expect(idle.state == .idle)
+    }
+
     @Test func requestsEnqueuedWhileConnectingStartOnceConnected() {
         var machine = Machine()
         _ = machine.handle(.connectStarted)

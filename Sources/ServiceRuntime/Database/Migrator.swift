@@ -140,6 +140,8 @@ public final class Migrator {
         let label = migration.file
         do {
             let applied = try await pool.transaction { connection -> Bool in
+                // Waiting for another migrator's lock, or a long migration, is silence from a server that is fine.
+                connection.answerTimeoutMs = nil
                 let check = try await connection.pipeline([
                     // Migrations may legitimately outlast the service's statement timeout.
                     PostgresStatement("SET LOCAL statement_timeout = 0"),

@@ -98,6 +98,18 @@ public final class PostgresConnection {
     /// The process ID of the server backend serving this connection.
     public private(set) var backendPID: Int32 = 0
 
+    /// How long a request may wait with nothing at all from the server before the connection is given up
+    /// (closed, its requests failing with `.timeout`); nil: as long as it takes. A server that stopped (a frozen
+    /// host, a stopped process) while its kernel still acknowledges is noticed by neither TCP keepalives nor the
+    /// user timeout. Set it above the longest statement expected (`statement_timeout`).
+    public var answerTimeoutMs: UInt64?
+    /// The answer timer, made on first use; it fires at `answerTimerDue` and moves only forward lazily: each send
+    /// or readable socket just notes `lastHeard`, so a request costs no timer call while the server answers.
+    private var answerTimer: LoopTimer?
+    private var answerTimerDue: UInt64?
+    /// When the server last showed life, or a request was sent (loop clock, ms).
+    private var lastHeard: UInt64 = 0
+
     /// Called with each notification (`LISTEN`/`NOTIFY`) as soon as it has been read, in arrival order.
     public var onNotification: (@Loop (PostgresNotification) -> Void)?
     /// Called once when the connection closes, for any reason, with the error its requests now fail with.
@@ -254,6 +266,7 @@ public final class PostgresConnection {
             connecting = nil
             return sendOrIdle(next)
         case .send(let request):
+            heardFromServer()
             return send(request)
         case .flush:
             switch PQflush(connection) {
@@ -262,6 +275,7 @@ public final class PostgresConnection {
             default: return .flushed(.failed)
             }
         case .consumeInput:
+            heardFromServer()
             let consumed = PQconsumeInput(connection) == 1
             if consumed { deliverNotifications() }
             return .inputConsumed(consumed)
@@ -447,6 +461,35 @@ public final class PostgresConnection {
         }
     }
 
+    // MARK: - The answer timeout
+
+    /// Notes that the server answered (or a request starts waiting), arming the answer timer if it is off.
+    private func heardFromServer() {
+        guard let answerTimeoutMs else { return }
+        lastHeard = EventLoop.shared.now
+        if answerTimerDue == nil { armAnswerTimer(after: answerTimeoutMs) }
+    }
+
+    private func armAnswerTimer(after milliseconds: UInt64) {
+        let timer = answerTimer ?? LoopTimer()
+        answerTimer = timer
+        answerTimerDue = EventLoop.shared.now + milliseconds
+        timer.start(after: milliseconds) { [weak self] in self?.answerTimerFired() }
+    }
+
+    /// Closes the connection when a request has waited the whole timeout since the server last showed life;
+    /// re-arms for the rest of it otherwise, while requests wait.
+    private func answerTimerFired() {
+        answerTimerDue = nil
+        guard let answerTimeoutMs, !pending.isEmpty, closeError == nil else { return }
+        let overdue = lastHeard + answerTimeoutMs, now = EventLoop.shared.now
+        if now >= overdue {
+            run(.answerOverdue)
+        } else {
+            armAnswerTimer(after: overdue - now)
+        }
+    }
+
     // MARK: - Closing
 
     private func error(for reason: Machine.CloseReason) -> PostgresError {
@@ -457,6 +500,8 @@ public final class PostgresConnection {
             PostgresLibpq.connectionError(connection, fallback: "the connection to the server was lost")
         case .connectTimeout:
             PostgresError(kind: .timeout, message: "could not connect to the server within \(connectTimeoutMs) ms")
+        case .answerTimeout:
+            PostgresError(kind: .timeout, message: "the server sent nothing for \(answerTimeoutMs ?? 0) ms while a request waited; the connection was closed")
         case .unsupportedResult:
             PostgresError(kind: .unsupported, message: "the server started a COPY, which this client does not support; the connection was closed")
         }
@@ -467,6 +512,9 @@ public final class PostgresConnection {
         closeError = error
         connectTimer?.close()
         connectTimer = nil
+        answerTimer?.close()
+        answerTimer = nil
+        answerTimerDue = nil
         watcher?.close()
         watcher = nil
         if let connection { PQfinish(connection) }

@@ -56,6 +56,8 @@ struct PostgresConnectionStateMachine {
         case connectionError
         /// The connection was not established within its time limit.
         case connectTimeout
+        /// A request waited longer than the answer timeout with nothing from the server.
+        case answerTimeout
         /// The server sent something this client does not speak (COPY).
         case unsupportedResult
     }
@@ -102,6 +104,8 @@ struct PostgresConnectionStateMachine {
         case pipelineExited(Bool)
         /// The connect timer fired.
         case timedOut
+        /// Nothing came from the server for the answer timeout while a request was in flight.
+        case answerOverdue
         case closeRequested
     }
 
@@ -140,6 +144,13 @@ struct PostgresConnectionStateMachine {
 
     mutating func handle(_ event: Event) -> Action {
         if case .closeRequested = event { return close(.requested) }
+        if case .answerOverdue = event {
+            // Only a request in flight waits for an answer; on an idle connection the timer was stale.
+            switch state {
+            case .sending, .awaitingResults: return close(.answerTimeout)
+            default: return .none
+            }
+        }
         switch state {
         case .initial:
             return initial(event)

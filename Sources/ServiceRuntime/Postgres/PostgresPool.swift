@@ -19,6 +19,11 @@ public final class PostgresPool {
     private let connectTimeoutMs: UInt64
     private let statementTimeoutMs: Int?
     private let acquireTimeoutMs: UInt64?
+    /// Each connection's answer timeout (`PostgresConnection.answerTimeoutMs`): the statement timeout and 5 s
+    /// more, so a server that stopped answering fails its callers (503) instead of holding them forever; none
+    /// without a statement timeout. A caller may lift it on the connection it holds (the migrator); it is set
+    /// again when the connection comes back.
+    private var answerTimeoutMs: UInt64? { statementTimeoutMs.map { UInt64(max(0, $0)) + 5_000 } }
 
     /// Connections not lent out, most recently returned last.
     private var idle: [PostgresConnection] = []
@@ -107,9 +112,31 @@ public final class PostgresPool {
         try await query(sql, parameters)
     }
 
-    /// One round trip on a free connection: whether the server answers (readiness checks).
-    public func ping() async throws {
-        _ = try await query("SELECT 1", [])
+    /// One round trip on a free connection, connection included, within `timeoutMs`: whether the server answers
+    /// (readiness checks). A server that answers nothing fails the ping at `timeoutMs`; the round trip itself
+    /// goes on until the connection's answer timeout gives it up.
+    public func ping(timeoutMs: UInt64 = 3_000) async throws {
+        final class Once { var done = false }
+        let once = Once(), timer = LoopTimer()
+        defer { timer.close() }
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
+            let finish: @Loop (Result<Void, Error>) -> Void = { result in
+                guard !once.done else { return }
+                once.done = true
+                continuation.resume(with: result)
+            }
+            timer.start(after: timeoutMs) {
+                finish(.failure(PostgresError(kind: .timeout, message: "the server did not answer a ping within \(timeoutMs) ms")))
+            }
+            Task.onLoop {
+                do {
+                    _ = try await self.query("SELECT 1", [])
+                    finish(.success(()))
+                } catch {
+                    finish(.failure(error))
+                }
+            }
+        }
     }
 
     /// Lends a connection to `body` and takes it back afterwards, whatever `body` does.
@@ -182,6 +209,7 @@ public final class PostgresPool {
                     let connection = try await PostgresConnection.connect(
                         conninfo, timeoutMs: connectTimeoutMs, applicationName: applicationName,
                         statementTimeoutMs: statementTimeoutMs)
+                    connection.answerTimeoutMs = answerTimeoutMs
                     inUse += 1
                     return .connection(connection)
                 } catch {
@@ -235,6 +263,7 @@ public final class PostgresPool {
     /// broken, was reported broken, or still has a transaction open.
     private func release(_ connection: PostgresConnection, broken: Bool) {
         inUse -= 1
+        connection.answerTimeoutMs = answerTimeoutMs
         guard !closed, !broken, connection.isUsable, connection.transactionStatus == .idle else {
             if connection.transactionStatus == .inTransaction || connection.transactionStatus == .failed {
                 Log.warning("postgres_pool_discarded_open_transaction", ["backend_pid": connection.backendPID])
