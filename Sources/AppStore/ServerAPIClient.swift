@@ -103,8 +103,11 @@ public final class ServerAPIClient {
             switch action {
             case .send(let environment):
                 // No time left to wait (`wait_ms=0`, or spent on earlier calls): Apple is not asked.
-                guard Date() < deadline else { return .retryLater(until: nil, detail: "no time was left to wait for Apple") }
-                if let blocked: ServerAPIResult<Answer> = await admit(endpoint.budgetKey(in: environment), deadline: deadline) {
+                guard Date() < deadline else {
+                    return .retryLater(until: nil, detail: "no time was left to wait for Apple", appleStatus: flow.appleStatus)
+                }
+                if let blocked: ServerAPIResult<Answer> = await admit(endpoint.budgetKey(in: environment), deadline: deadline,
+                                                                      appleStatus: flow.appleStatus) {
                     return blocked
                 }
                 let (status, body) = await exchange(endpoint, environment, request(environment), deadline: deadline)
@@ -118,7 +121,7 @@ public final class ServerAPIClient {
                     }
                     if answer == nil { classified = .notFound(errorCode: nil) }
                 }
-                if case .rateLimited(let until) = classified {
+                if case .rateLimited(let until, _) = classified {
                     // A `Retry-After` already past still holds requests for a second, so that no loop forms.
                     let now = Date()
                     budget.rateLimited(until: until.map { max($0, now.addingTimeInterval(1)) }, now: now)
@@ -131,24 +134,26 @@ public final class ServerAPIClient {
                     return .answered(answer!, environment: environment)
                 case .notFound:
                     return .notFound
-                case .configurationError(let detail):
+                case .configurationError(let refusal, let detail):
                     if !configurationErrorLogged {
                         configurationErrorLogged = true
                         Log.error("apple_api_configuration_error", ["endpoint": endpoint.rawValue, "error": detail])
                     }
-                    return .configurationError(detail: detail)
+                    return .configurationError(refusal, detail: detail, appleStatus: flow.appleStatus)
                 case .rejected(let errorCode, let detail):
                     return .rejected(errorCode: errorCode, detail: detail)
                 case .rateLimited:
                     // The budget holds every request until Apple's time (or a minute when it named none).
                     let until = budget.blockedUntil ?? Date()
-                    guard until < deadline else { return .rateLimited(until: until) }
+                    guard until < deadline else { return .rateLimited(until: until, appleStatus: flow.appleStatus) }
                     action = flow.resend()
                 case .retryLater(let detail):
-                    guard !Task.isCancelled else { return .retryLater(until: nil, detail: detail + "; the call was cancelled") }
+                    guard !Task.isCancelled else {
+                        return .retryLater(until: nil, detail: detail + "; the call was cancelled", appleStatus: flow.appleStatus)
+                    }
                     retries += 1
                     let resume = Date().addingTimeInterval(Double(settings.retry.randomDelayMs(attempt: retries)) / 1_000)
-                    guard resume < deadline else { return .retryLater(until: resume, detail: detail) }
+                    guard resume < deadline else { return .retryLater(until: resume, detail: detail, appleStatus: flow.appleStatus) }
                     await LoopTimer.sleep(milliseconds: Self.milliseconds(until: resume))
                     action = flow.resend()
                 }
@@ -156,12 +161,14 @@ public final class ServerAPIClient {
         }
     }
 
-    /// Waits until the budget lets a request of `key` go out, or returns why it may not within `deadline`.
-    private func admit<Answer>(_ key: String, deadline: Date) async -> ServerAPIResult<Answer>? {
+    /// Waits until the budget lets a request of `key` go out, or returns why it may not within `deadline`,
+    /// with `appleStatus`, Apple's last error answer in the call (nil when it gave none: the request waited
+    /// for the budget or another call's 429 before Apple was asked).
+    private func admit<Answer>(_ key: String, deadline: Date, appleStatus: Int?) async -> ServerAPIResult<Answer>? {
         while let next = budget.admit(key, now: Date()) {
             guard next < deadline else {
-                if let blocked = budget.blockedUntil, blocked >= next { return .rateLimited(until: blocked) }
-                return .retryLater(until: next, detail: "the request budget of \(key) is spent until then")
+                if let blocked = budget.blockedUntil, blocked >= next { return .rateLimited(until: blocked, appleStatus: appleStatus) }
+                return .retryLater(until: next, detail: "the request budget of \(key) is spent until then", appleStatus: appleStatus)
             }
             await LoopTimer.sleep(milliseconds: Self.milliseconds(until: next))
         }

@@ -3,6 +3,11 @@ import Foundation
 
 /// What one App Store Server API call came to, after the Production-then-Sandbox flow, the waits for the
 /// request budget and Apple's rate limit, and the retries that fitted in the call's time.
+///
+/// A failure carries what Apple answered, for the problem's `apple_status`: `appleStatus` is Apple's last error
+/// answer in the call (`ServerAPIFlow.appleStatus`: its `errorCode`, else its HTTP status), nil when Apple never
+/// answered (timeouts, broken connections, no time left, a rate limit holding the request before it was sent);
+/// a rejection's `errorCode` is one (nil for an id never sent).
 public enum ServerAPIResult<Answer: Sendable & Hashable>: Sendable, Hashable {
     /// Apple answered from `environment`; every signed field in `answer` verified and decoded.
     case answered(Answer, environment: StoreEnvironment)
@@ -10,12 +15,13 @@ public enum ServerAPIResult<Answer: Sendable & Hashable>: Sendable, Hashable {
     case notFound
     /// Apple could not answer within the call's time (`5000001`, `4040002`, `4040004`, `4040006`, 5xx,
     /// timeouts, broken connections, the request budget spent): ask again, not before `until` when given.
-    case retryLater(until: Date?, detail: String)
+    case retryLater(until: Date?, detail: String, appleStatus: Int?)
     /// Apple's rate limit (429) holds every request until `until`, beyond the call's time.
-    case rateLimited(until: Date)
-    /// Apple refused the key (401) in every environment asked, or refused the request as malformed: the
-    /// configuration is wrong, asking again will not help.
-    case configurationError(detail: String)
+    case rateLimited(until: Date, appleStatus: Int?)
+    /// Apple refused the key (401) in every environment asked (`.key`), or refused the request with no
+    /// `errorCode` to say why (`.request`: a bare 404, a 302): the configuration is wrong, asking again will
+    /// not help.
+    case configurationError(ServerAPIFlow.Refusal, detail: String, appleStatus: Int?)
     /// Apple refused the request for what it asks (an invalid id, say): `errorCode` says why.
     case rejected(errorCode: Int?, detail: String)
     /// Apple's answer carries a signed field that does not verify, or does not decode, or names another app
@@ -32,9 +38,10 @@ public enum ServerAPIResult<Answer: Sendable & Hashable>: Sendable, Hashable {
         switch self {
         case .answered: preconditionFailure("an answered result is not a failure")
         case .notFound: .notFound
-        case .retryLater(let until, let detail): .retryLater(until: until, detail: detail)
-        case .rateLimited(let until): .rateLimited(until: until)
-        case .configurationError(let detail): .configurationError(detail: detail)
+        case .retryLater(let until, let detail, let appleStatus): .retryLater(until: until, detail: detail, appleStatus: appleStatus)
+        case .rateLimited(let until, let appleStatus): .rateLimited(until: until, appleStatus: appleStatus)
+        case .configurationError(let refusal, let detail, let appleStatus):
+            .configurationError(refusal, detail: detail, appleStatus: appleStatus)
         case .rejected(let errorCode, let detail): .rejected(errorCode: errorCode, detail: detail)
         case .unverified(let detail): .unverified(detail: detail)
         }

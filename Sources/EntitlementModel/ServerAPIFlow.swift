@@ -6,11 +6,16 @@ import Foundation
 ///
 /// Production is asked first; its "not found" (`4040010`, `4040005`, an order with `status` 1) or 401 is asked
 /// again of Sandbox, once. Sandbox's "not found" is final; a 401 from both is a configuration error (from
-/// Sandbox alone, after Production said "not found", it is one too). A 429 finishes the call as `rateLimited`
-/// (the caller shares the wait with every other request); retryable answers finish it as `retryLater`. After
-/// either, a caller with time left may `resend()` to the environment that could not answer, the flow keeping
-/// what it learnt (a fallback made, a key refused). A call about one environment's own data (notification
-/// history) is made with `fallsBackToSandbox: false`: it never leaves its first environment.
+/// Sandbox alone, after Production said "not found", it is one too). Another refusal without an `errorCode`
+/// (a bare 404, a 302) is a configuration error of the request where it came from, and is not asked again of
+/// Sandbox: unlike a 401 it is no answer Apple documents for a purchase of the other environment, but a sign
+/// of a wrong base URL or a proxy in the way, which Sandbox cannot mend (and its "not found" would hide as an
+/// unknown purchase). A 429 finishes the call as `rateLimited` (the caller shares the wait with every other
+/// request); retryable answers finish it as `retryLater`. After either, a caller with time left may
+/// `resend()` to the environment that could not answer, the flow keeping what it learnt (a fallback made, a
+/// key refused). A call about one environment's own data (notification history) is made with
+/// `fallsBackToSandbox: false`: it never leaves its first environment. The flow keeps Apple's last error
+/// answer (`appleStatus`) for the problem a failed call ends in.
 public struct ServerAPIFlow: Sendable {
     /// What the caller must do next.
     public enum Action: Sendable, Hashable {
@@ -26,14 +31,23 @@ public struct ServerAPIFlow: Sendable {
         case answered(environment: StoreEnvironment)
         /// Neither environment knows the id (or the order).
         case notFound(errorCode: Int?)
-        /// Apple refused the key from every environment asked, or refused the request as malformed.
-        case configurationError(detail: String)
+        /// Apple refused the key from every environment asked (`.key`), or refused the request with no
+        /// `errorCode` to say why (`.request`): the configuration is wrong.
+        case configurationError(Refusal, detail: String)
         /// The request is invalid for Apple (an id that cannot exist, for instance).
         case rejected(errorCode: Int?, detail: String)
         /// Apple's rate limit: nothing may be sent before `until` (nil: Apple named no time).
         case rateLimited(until: Date?)
         /// Apple could not answer now; ask again later.
         case retryLater(detail: String)
+    }
+
+    /// What a configuration error is about, for the words of the problem a caller answers.
+    public enum Refusal: Sendable, Hashable {
+        /// The key: a 401 from every environment asked, or Production's 401 and Sandbox's "not found".
+        case key
+        /// The request: a 3xx or 4xx other than 401 with no `errorCode` (a wrong base URL, a proxy's redirect).
+        case request
     }
 
     private enum State: Sendable {
@@ -51,6 +65,10 @@ public struct ServerAPIFlow: Sendable {
     public private(set) var fellBackToSandbox = false
     /// Whether some environment refused the key (401).
     private var refusedKey = false
+    /// Apple's last error answer in this call (`ServerAPIStatus.appleStatus`: its `errorCode`, else its HTTP
+    /// status), kept across environments and resends; nil while Apple has answered no error (nothing asked
+    /// yet, or only timeouts and broken connections). A call that fails reports it as `apple_status`.
+    public private(set) var appleStatus: Int?
 
     /// A call that first asks `firstEnvironment` (Production, unless the purchase is known to be Sandbox's)
     /// and, unless `fallsBackToSandbox` is false, then Sandbox as described above.
@@ -87,28 +105,30 @@ public struct ServerAPIFlow: Sendable {
         guard case .awaiting(let environment) = state else {
             preconditionFailure("ServerAPIFlow.received(_:) called with no request in flight")
         }
+        if let answered = status.appleStatus { appleStatus = answered }
         switch status {
         case .ok:
             return finish(.answered(environment: environment))
         case .notFound(let errorCode):
             if let next = fallback(from: environment) { return next }
             return finish(refusedKey
-                ? .configurationError(detail: "Production refused the key and Sandbox does not know the id")
+                ? .configurationError(.key, detail: "Production refused the key and Sandbox does not know the id")
                 : .notFound(errorCode: errorCode))
         case .unauthorized:
             refusedKey = true
             if let next = fallback(from: environment) { return next }
-            return finish(.configurationError(detail: "the App Store Server API refused the key (HTTP 401) in \(environment.rawValue)"))
-        case .rateLimited(let until):
+            return finish(.configurationError(.key, detail: "the App Store Server API refused the key (HTTP 401) in \(environment.rawValue)"))
+        case .rateLimited(let until, _):
             state = .interrupted(environment)
             return .finish(.rateLimited(until: until))
-        case .retryable(let errorCode):
+        case .retryable(let errorCode, let httpStatus):
             state = .interrupted(environment)
-            return .finish(.retryLater(detail: "Apple could not answer now" + (errorCode.map { " (errorCode \($0))" } ?? "")))
-        case .rejected(let errorCode):
-            return finish(errorCode == nil
-                ? .configurationError(detail: "the App Store Server API refused the request")
-                : .rejected(errorCode: errorCode, detail: "Apple refused the request (errorCode \(errorCode!))"))
+            let answer = errorCode.map { " (errorCode \($0))" } ?? httpStatus.map { " (HTTP \($0))" } ?? ""
+            return .finish(.retryLater(detail: "Apple could not answer now" + answer))
+        case .rejected(let errorCode?, _):
+            return finish(.rejected(errorCode: errorCode, detail: "Apple refused the request (errorCode \(errorCode))"))
+        case .rejected(nil, let httpStatus):
+            return finish(.configurationError(.request, detail: "the App Store Server API refused the request (HTTP \(httpStatus)) in \(environment.rawValue)"))
         }
     }
 

@@ -139,6 +139,7 @@ import Testing
         try await ServiceHarness.run(["APPLE_KEY_ID": "OTHERKEY01"], serverAPI: true) { service in
             let answer = try await service.request("POST", "/v1/admin/users/u5/apple-orders", json: #"{"order_id": "MABCDEF"}"#, key: Self.admin)
             #expect(answer.status == 502, "\(answer.text)")
+            #expect(try answer.json()["apple_status"] as? Int == 401)
         }
     }
 }

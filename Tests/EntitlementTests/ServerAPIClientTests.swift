@@ -195,10 +195,10 @@ import Testing
             try await fake.serverAPIScenario(.transactionInfo, .production, [["status": 429, "retry_after_ms": 700]])
             let client = fake.serverAPIClient()
             let asked = Date()
-            guard case .rateLimited(let until) = await client.transactionInfo(original, waitMs: 200) else { Issue.record("not rate limited"); return }
+            guard case .rateLimited(let until, 4_290_000?) = await client.transactionInfo(original, waitMs: 200) else { Issue.record("not rate limited"); return }
             #expect(until > asked.addingTimeInterval(0.5) && until < asked.addingTimeInterval(1.5))
-            // Another endpoint, with too little time to wait, is held too and sends nothing.
-            #expect(await client.subscriptionStatuses(original, waitMs: 100) == .rateLimited(until: until))
+            // Another endpoint, with too little time to wait, is held too and sends nothing: Apple answered it nothing.
+            #expect(await client.subscriptionStatuses(original, waitMs: 100) == .rateLimited(until: until, appleStatus: nil))
             #expect(try await fake.serverAPITrail() == ["Production transaction_info 429"])
             // With time enough, the call waits for Apple's time, then goes on.
             #expect(await client.subscriptionStatuses(original).answer?.count == 1)
@@ -235,7 +235,7 @@ import Testing
             // Without the time for a retry the call ends, saying when to ask again.
             try await fake.serverAPIScenario(.subscriptionStatuses, .sandbox, [["error_code": 5_000_001]])
             let slow = fake.serverAPIClient(retry: RetrySchedule(baseMs: 5_000, maxMs: 5_000))
-            guard case .retryLater(let until?, let detail) = await slow.subscriptionStatuses(original, waitMs: 1_000) else {
+            guard case .retryLater(let until?, let detail, 5_000_001?) = await slow.subscriptionStatuses(original, waitMs: 1_000) else {
                 Issue.record("not retryLater"); return
             }
             #expect(until > Date() && detail.contains("5000001"))

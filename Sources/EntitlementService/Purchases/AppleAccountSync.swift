@@ -3,16 +3,27 @@ import ServiceRuntime
 import EntitlementModel
 import Foundation
 
-/// Why an App Store Server API read for a user could not be recorded; nothing was changed.
+/// Why an App Store Server API read for a user could not be recorded; nothing was changed. `appleStatus` is
+/// what Apple answered (`ServerAPIResult`'s: its `errorCode`, else its HTTP status), nil when it never did.
 enum AppleReadFailure: Error, Sendable, Equatable {
     /// Neither environment knows the order (or the purchase).
     case notFound
     /// Apple is unavailable within the caller's wait: ask again after `retryAfterSeconds`.
-    case unavailable(retryAfterSeconds: Int, detail: String)
-    /// Apple refused the key in every environment, or the request as malformed: the configuration is wrong.
-    case configuration(detail: String)
-    /// Apple refused the request for what it asks, or its answer did not verify.
-    case refused(detail: String)
+    case unavailable(retryAfterSeconds: Int, detail: String, appleStatus: Int?)
+    /// Apple refused the key in every environment (`.key`), or the request with no `errorCode` to say why
+    /// (`.request`): the configuration is wrong.
+    case configuration(ServerAPIFlow.Refusal, detail: String, appleStatus: Int?)
+    /// Apple refused the request for what it asks (`appleStatus`: its `errorCode`), or its answer did not
+    /// verify (nil: Apple answered 200).
+    case refused(detail: String, appleStatus: Int?)
+
+    /// What Apple answered, for the problem's `apple_status`; nil when it answered no error.
+    var appleStatus: Int? {
+        switch self {
+        case .notFound: nil
+        case .unavailable(_, _, let appleStatus), .configuration(_, _, let appleStatus), .refused(_, let appleStatus): appleStatus
+        }
+    }
 }
 
 /// The admin side of the App Store Server API: attaching a purchase to a user by the order ID on the
@@ -106,14 +117,17 @@ struct AppleAccountSync {
             return (answer, environment)
         case .notFound:
             throw .notFound
-        case .retryLater(let until, let detail):
-            throw .unavailable(retryAfterSeconds: seconds(until: until, now: now), detail: detail)
-        case .rateLimited(let until):
-            throw .unavailable(retryAfterSeconds: seconds(until: until, now: now), detail: "the App Store's rate limit holds requests")
-        case .configurationError(let detail):
-            throw .configuration(detail: detail)
-        case .rejected(_, let detail), .unverified(let detail):
-            throw .refused(detail: detail)
+        case .retryLater(let until, let detail, let appleStatus):
+            throw .unavailable(retryAfterSeconds: seconds(until: until, now: now), detail: detail, appleStatus: appleStatus)
+        case .rateLimited(let until, let appleStatus):
+            throw .unavailable(retryAfterSeconds: seconds(until: until, now: now), detail: "the App Store's rate limit holds requests",
+                               appleStatus: appleStatus)
+        case .configurationError(let refusal, let detail, let appleStatus):
+            throw .configuration(refusal, detail: detail, appleStatus: appleStatus)
+        case .rejected(let errorCode, let detail):
+            throw .refused(detail: detail, appleStatus: errorCode)
+        case .unverified(let detail):
+            throw .refused(detail: detail, appleStatus: nil)
         }
     }
 

@@ -70,7 +70,7 @@ enum NotificationHistoryWorker {
             // Shutting down (the worker cancels its run): the run is released at the page reached, as Apple's
             // interruption would leave it (the page asked meanwhile is cancelled too, and ends here as well).
             guard !Task.isCancelled else {
-                return try await postpone(run, .retryLater(until: nil, detail: "the service is shutting down"), tally, settings)
+                return try await postpone(run, .retryLater(until: nil, detail: "the service is shutting down", appleStatus: nil), tally, settings)
             }
             let result = await settings.client.notificationHistoryPage(
                 environment: environment, start: start, end: end, paginationToken: run.paginationToken)
@@ -135,8 +135,8 @@ enum NotificationHistoryWorker {
                                  _ settings: Settings) async throws -> Bool {
         var until: Date?, restart = false, outcome = "deferred"
         switch result {
-        case .retryLater(let when, _): until = when
-        case .rateLimited(let when): until = when
+        case .retryLater(let when, _, _): until = when
+        case .rateLimited(let when, _): until = when
         case .rejected: (restart, outcome) = (true, "rejected")
         case .answered, .notFound, .configurationError, .unverified: outcome = "failed"
         }

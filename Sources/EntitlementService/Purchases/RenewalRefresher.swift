@@ -87,8 +87,8 @@ enum RenewalRefresher {
             case .retryLater, .rateLimited, .configurationError, .rejected, .unverified:
                 let backoff = service.retry.randomDelayMs(attempt: due.attempts)
                 let until: Date? = switch result {
-                case .retryLater(let until, _): until
-                case .rateLimited(let until): until
+                case .retryLater(let until, _, _): until
+                case .rateLimited(let until, _): until
                 default: nil
                 }
                 let delay = max(backoff, Int((until?.timeIntervalSinceNow ?? 0) * 1_000))

@@ -59,25 +59,38 @@ struct AppleAdminRoutes {
     }
 
     /// The problem answering a read that changed nothing: 404 naming `order_id` (only an order can be unknown:
-    /// a refresh leaves a purchase neither environment knows as it is), 503 with `Retry-After`, or 502.
+    /// a refresh leaves a purchase neither environment knows as it is), 503 with `Retry-After`, or 502; the 503
+    /// and 502 carry `apple_status` where Apple answered an error (`problemFields`), the log keeps the detail.
     private static func problem(_ failure: AppleReadFailure) -> ProblemError {
+        let extra = problemFields(failure.appleStatus)
         switch failure {
         case .notFound:
             return ProblemError(status: 404, detail: "Neither the App Store's Production nor its Sandbox environment knows this order ID.",
                                 extra: ["field": "order_id"])
-        case .unavailable(let seconds, let detail):
-            Log.warning("app_store_server_api_unavailable", ["detail": detail, "retry_after_s": seconds])
+        case .unavailable(let seconds, let detail, let appleStatus):
+            Log.warning("app_store_server_api_unavailable", ["detail": detail, "retry_after_s": seconds, "apple_status": appleStatus])
             return ProblemError(status: 503, title: "App Store unavailable",
                                 detail: "The App Store did not answer in time; nothing was changed. Ask again after Retry-After seconds.",
-                                headers: ["Retry-After": String(seconds)])
-        case .configuration:
-            // The client logs the episode once (`apple_api_configuration_error`); the access log has each 502.
+                                extra: extra, headers: ["Retry-After": String(seconds)])
+        // A configuration error: the client logs the episode once (`apple_api_configuration_error`); the access
+        // log has each 502.
+        case .configuration(.key, _, _):
             return ProblemError(status: 502, title: "App Store configuration error",
-                               detail: "The App Store refused the service's API key in every environment; nothing was changed.")
-        case .refused(let detail):
-            Log.warning("app_store_server_api_refused", ["detail": detail])
-            return ProblemError(status: 502, title: "App Store answer refused", detail: "The App Store's answer could not be used; nothing was changed.")
+                                detail: "The App Store refused the service's API key; nothing was changed.", extra: extra)
+        case .configuration(.request, _, let appleStatus):
+            return ProblemError(status: 502, title: "App Store configuration error",
+                                detail: "The App Store refused the request\(appleStatus.map { " (HTTP \($0))" } ?? ""); nothing was changed.",
+                                extra: extra)
+        case .refused(let detail, let appleStatus):
+            Log.warning("app_store_server_api_refused", ["detail": detail, "apple_status": appleStatus])
+            return ProblemError(status: 502, title: "App Store answer refused", detail: "The App Store's answer could not be used; nothing was changed.",
+                                extra: extra)
         }
+    }
+
+    /// The member a problem of Apple's answer carries: `apple_status`, where Apple answered an error.
+    private static func problemFields(_ appleStatus: Int?) -> [String: JSONValue] {
+        appleStatus.map { ["apple_status": .int($0)] } ?? [:]
     }
 }
 
