@@ -304,5 +304,5 @@ struct PurchaseRecorder {
 extension StoreTransaction {
     /// The `app_account_token` as a UUID (compared case-insensitively); nil when absent or not a UUID, which no
     /// token this service issues (a user's or an order's) is.
-    var accountToken: UUID? { appAccountToken.flatMap(UUID.init(exactly:)) }
+    var accountToken: UUID? { appAccountToken.flatMap(UUID.exactly) }
 }

@@ -27,7 +27,7 @@ struct ResourceID: PathParameterValue {
     let uuid: UUID
 
     init?(pathParameter text: String) {
-        guard let uuid = UUID(exactly: text) else { return nil }
+        guard let uuid = UUID.exactly(text) else { return nil }
         self.uuid = uuid
     }
 
