@@ -15,9 +15,9 @@ extension DerivedEntitlementEvent {
     ///   `renewal` when the same subscription had lapsed or `product_change` when it comes back as another
     ///   product, `refund_reversed` when it had been refunded or revoked, `billing_issue` when access is a grace
     ///   period);
-    /// - active before and after: another product of the subscription → `product_change` (but `refund`, or `revoke`,
-    ///   about the old purchase when it was taken back and another purchase of its group took over); another
-    ///   purchase of the same product → a purchase by its type; a later end →
+    /// - active before and after: another product of the subscription → `product_change`; another purchase of the
+    ///   same product → a purchase by its type (either one a `refund`, or `revoke`, about the purchase before when
+    ///   it was taken back and the other took over); a later end →
     ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
     ///   `billing_issue`; auto-renew off/on → `cancellation`/`uncancellation`; an earlier end → `refund`;
     /// - active before, not after: refunded → `refund`, revoked (a family-shared purchase) → `revoke`, billing
@@ -143,14 +143,19 @@ extension DerivedEntitlementEvent {
         var purchase: AppStorePurchase?
         var previous: AppStorePurchase? = nil
 
-        /// A product change because the purchase that gave the entitlement was taken back (refunded, or revoked
-        /// from a family member) and another purchase of its group took over: the refund (or revoke) of that
-        /// purchase is the event, as the report's transactions of it show; nil for any other change.
+        /// A change of the purchase behind an active entitlement because the one that gave it was taken back
+        /// (refunded, or revoked from a family member) and another took over (of its group, or of the same
+        /// product: a second subscription, a stacked pass, the same product bought twice): the refund (or revoke)
+        /// of the purchase taken back is the event, about it, as the report's transactions of it show; nil when the
+        /// purchase before was not taken back, or the one named now was.
         func takenBack(in report: AppStoreReport) -> Change? {
-            guard type == .productChange, let previous, previous.originalTransactionID != purchase?.originalTransactionID,
-                  report.transactions.contains(where: {
-                      $0.transaction.originalTransactionID == previous.originalTransactionID && $0.transaction.cancellationDate != nil
-                  }) else { return nil }
+            guard let previous, previous.originalTransactionID != purchase?.originalTransactionID else { return nil }
+            // Taken back: its newest transaction the report shows (an older renewal refunded long ago is not this).
+            let cancelled = { (purchase: AppStorePurchase?) in
+                report.transactions.map(\.transaction).filter { $0.originalTransactionID == purchase?.originalTransactionID }
+                    .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }?.cancellationDate != nil
+            }
+            guard cancelled(previous), !cancelled(purchase) else { return nil }
             return Change(type: previous.ownership == .familyShared ? .revoke : .refund, purchase: previous)
         }
 

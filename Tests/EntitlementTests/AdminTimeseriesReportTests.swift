@@ -53,15 +53,15 @@ extension AdminTests {
                     "2026-03-03 com.example.premium.monthly purchases=1 refunded=0 revenue=4.99",
                 ])
                 // At the end of each day: the subscription (and, on day 2 only, not the refunded one: refunded
-                // an hour after purchase). 30 days' period: 4.99 × 30.44 / 30 = 5.06.
+                // an hour after purchase). A 30 days' period is a month: 4.99.
                 let subscriptions = (reply.object["subscriptions"] as? [[String: Any]] ?? []).map { row in
                     "\((row["period_start"] as? String ?? "?").prefix(10)) \(row["environment"] as? String ?? "?") "
                         + "active=\(row["active_subscriptions"] as? Int ?? -1) mrr=\(row["mrr"] as? String ?? "null")"
                 }
                 #expect(subscriptions == [
-                    "2026-03-01 Production active=1 mrr=5.06",
-                    "2026-03-02 Production active=1 mrr=5.06",
-                    "2026-03-03 Production active=1 mrr=5.06",
+                    "2026-03-01 Production active=1 mrr=4.99",
+                    "2026-03-02 Production active=1 mrr=4.99",
+                    "2026-03-03 Production active=1 mrr=4.99",
                 ])
 
                 let sandbox = try await service.call("GET", "/v1/admin/reports/timeseries?from=2026-03-01T00:00:00Z&to=2026-03-04T00:00:00Z&environment=Sandbox")
@@ -88,13 +88,23 @@ extension AdminTests {
                                       purchased: "2026-03-01T10:00:00Z", expires: "2026-03-31T10:00:00Z")
                 try await Self.insert(service, "2", product: "com.example.premium.yen", environment: "Production",
                                       purchased: "2026-03-01T09:00:00Z", expires: "2026-03-31T09:00:00Z")
+                // A year is twelve months; a week, under 27 days, is scaled to an average month (30.44 / 7).
+                for (product, price, currency) in [("com.example.premium.annual", "47.88", "USD"), ("com.example.premium.weekly", "100", "JPY")] {
+                    let body = #"{"type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "\#(price)", "price_currency": "\#(currency)"}"#
+                    let put = try await service.call("PUT", "/v1/admin/products/\(product)", body: body)
+                    #expect([200, 201].contains(put.status), "\(put)")
+                }
+                try await Self.insert(service, "3", product: "com.example.premium.annual", environment: "Production",
+                                      purchased: "2026-02-01T00:00:00Z", expires: "2027-02-01T00:00:00Z")
+                try await Self.insert(service, "4", product: "com.example.premium.weekly", environment: "Production",
+                                      purchased: "2026-02-28T00:00:00Z", expires: "2026-03-07T00:00:00Z")
                 let reply = try await service.call("GET", "/v1/admin/reports/timeseries?from=2026-03-01T00:00:00Z&to=2026-03-02T00:00:00Z")
                 #expect(reply.status == 200, "\(reply)")
                 let rows = (reply.object["subscriptions"] as? [[String: Any]] ?? []).map { row in
                     "\(row["price_currency"] as? String ?? "null") active=\(row["active_subscriptions"] as? Int ?? -1) mrr=\(row["mrr"] as? String ?? "null")"
                 }
-                // A 30-day period: 1200 × 30.44 / 30 = 1217.48 yen, 4.99 × 30.44 / 30 = 5.06 dollars.
-                #expect(rows == ["JPY active=1 mrr=1217.48", "USD active=1 mrr=5.06"])
+                // A 30-day period is a month: 1200 yen + 100 × 4.348 a week; 4.99 dollars + 47.88 / 12 a year.
+                #expect(rows == ["JPY active=2 mrr=1634.81", "USD active=2 mrr=8.98"])
             }
         }
 

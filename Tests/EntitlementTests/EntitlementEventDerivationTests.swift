@@ -264,6 +264,32 @@ import Testing
         #expect(passed?.type == expected && passed?.transactionID == winner.transactionID)
     }
 
+    /// Two purchases of one product (two subscriptions, two stacked passes, a lifetime bought twice): refunding the
+    /// one shown is a refund about it, not an event about the other that takes over.
+    @Test func aRefundHandingAProductToItsOtherPurchaseIsARefundOfTheOneRefunded() {
+        let at = Self.start.addingTimeInterval(86_400)
+        let short = Self.subscription("10", chain: "10", month: 0)
+        var long = Self.subscription("20", chain: "20", month: 0)
+        long.expiresDate = ISODuration(months: 2).adding(to: Self.start)
+        var refundedLong = long
+        refundedLong.cancellationDate = at.addingTimeInterval(-60)
+        let subscriptions = DerivedEntitlementEvent.derive(before: Self.state([short, long], at: at), after: Self.state([short, refundedLong], at: at),
+                                                           cause: Self.appStore([refundedLong], new: [], notification: "REFUND"))
+        #expect(subscriptions?.type == .refund && subscriptions?.originalTransactionID == "20" && subscriptions?.transactionID == "20")
+
+        let first = StoreTransaction(transactionID: "5", originalTransactionID: "5", productID: "lifetime", purchaseDate: Self.start)
+        let second = StoreTransaction(transactionID: "7", originalTransactionID: "7", productID: "lifetime", purchaseDate: Self.start.addingTimeInterval(60))
+        let before = Self.state([first, second], at: at)
+        let shown: String? = if case .appStore(let purchase)? = before.entitlements["pro"]?.source { purchase.originalTransactionID } else { nil }
+        var refunded = shown == "5" ? first : second
+        refunded.cancellationDate = at.addingTimeInterval(-60)
+        let other = shown == "5" ? second : first
+        let lifetime = DerivedEntitlementEvent.derive(before: before, after: Self.state([refunded, other], at: at),
+                                                      cause: Self.appStore([refunded], new: [], notification: "REFUND"))
+        #expect(lifetime?.type == .refund && lifetime?.originalTransactionID == shown, "\(String(describing: lifetime))")
+
+    }
+
     /// The same non-consumable bought twice (two purchases): when the one shown changes, the event is a purchase of
     /// it, not a renewal.
     @Test func anotherPurchaseOfTheSameProductIsAPurchase() {

@@ -195,6 +195,7 @@ import Testing
         // Nothing but invisible format characters is blank too; inside an id they may stand.
         #expect(UserID(pathParameter: "\u{200D}") == nil && UserID(pathParameter: "\u{FEFF}") == nil && UserID(pathParameter: "\u{200F} \u{200D}") == nil)
         #expect(UserID(pathParameter: "\u{200F}abc") != nil)
+        for invisible in ["\u{34F}", "\u{FE0F}", "\u{3164}", "\u{3164}\u{FE0F} "] { #expect(UserID(pathParameter: invisible) == nil, "\(invisible.unicodeScalars.first!.value)") }
     }
 
     /// One spelling per id: the composed one (NFC). Swift would take `e` + U+0301 for `é`, PostgreSQL would not,

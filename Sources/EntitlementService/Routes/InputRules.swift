@@ -11,13 +11,16 @@ enum InputRules {
         try UserID(validating: value, field: field).value
     }
 
-    /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank (nothing but spaces and
-    /// invisible format characters such as U+200D or U+FEFF), and no control characters but the `allowed` ones.
+    /// 1–`maxLength` Unicode scalars (as JSON Schema's `maxLength` counts), not blank (nothing but spaces, format
+    /// characters and other default-ignorable ones, invisible: U+200D, U+FEFF, U+034F, U+FE0F, U+3164), and no
+    /// control characters but the `allowed` ones.
     static func isText(_ value: String, maxLength: Int, allowing allowed: Set<Unicode.Scalar> = []) -> Bool {
         // Visible ASCII alone (most ids) is neither blank nor control: only its length decides.
         if value.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) { return (1...maxLength).contains(value.utf8.count) }
         return (1...maxLength).contains(value.unicodeScalars.count)
-            && !value.unicodeScalars.allSatisfy { $0.properties.isWhitespace || $0.properties.generalCategory == .format }
+            && !value.unicodeScalars.allSatisfy {
+                $0.properties.isWhitespace || $0.properties.isDefaultIgnorableCodePoint || $0.properties.generalCategory == .format
+            }
             && !value.unicodeScalars.contains { $0.properties.generalCategory == .control && !allowed.contains($0) }
     }
 

@@ -75,7 +75,8 @@ struct ReportStore: ReportReading {
                 units: try row.int("units"), revenue: try row.optionalString("revenue"), priceCurrency: try row.optionalString("price_currency"))
         }
         // A subscription counts once (its latest transaction live at the bucket's end); its monthly price is the
-        // catalog price × (an average month ÷ that transaction's period), a period never taken below a day.
+        // catalog price ÷ the whole months of that transaction's period (a month of 28–31 days is one month, a
+        // year twelve), or, for a period under 27 days, × (an average month ÷ the period), never below a day.
         let subscriptions = try await db.query("""
             WITH buckets AS (\(buckets)),
             live AS (
@@ -89,7 +90,10 @@ struct ReportStore: ReportReading {
                  ORDER BY b.period_start, t.original_transaction_id, t.purchase_date DESC
             )
             SELECT period_start, environment, price_currency, count(*) AS active,
-                   round(sum(price::numeric * 2629746 / greatest(extract(epoch FROM expires_date - purchase_date), 86400)), 2) AS mrr
+                   round(sum(CASE WHEN expires_date - purchase_date >= interval '27 days'
+                                  THEN price::numeric / round(extract(epoch FROM expires_date - purchase_date) / 2629746)
+                                  ELSE price::numeric * 2629746 / greatest(extract(epoch FROM expires_date - purchase_date), 86400)
+                             END), 2) AS mrr
               FROM live
              GROUP BY period_start, environment, price_currency
              ORDER BY period_start, environment, price_currency NULLS LAST
