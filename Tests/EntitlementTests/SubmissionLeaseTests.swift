@@ -51,7 +51,7 @@ struct SubmissionLeaseTests {
             let due = try await second.submissions.claimDue(limit: 10, lease: second.lease, on: stack.pool)
             #expect(due.count == 1 && due.first?.claim.claimID != firstClaim)
             otherApple.enqueue(.retryLater(appleStatus: nil, reason: "HTTP 503"))
-            guard case .pending = await second.retry(try #require(due.first)) else {
+            guard case .pending = await second.startRetry(try #require(due.first)).value else {
                 Issue.record("the second attempt was not rescheduled"); return
             }
             let state = "SELECT status, apple_status, last_error, claim_id, claimed_until, next_attempt_at, attempts, resolved_at FROM receipt_submissions"
@@ -71,7 +71,7 @@ struct SubmissionLeaseTests {
             _ = try await stack.sql("UPDATE receipt_submissions SET next_attempt_at = now()")
             let again = try await second.submissions.claimDue(limit: 10, lease: second.lease, on: stack.pool)
             otherApple.enqueue(try receipt.verified())
-            guard case .verified = await second.retry(try #require(again.first)) else {
+            guard case .verified = await second.startRetry(try #require(again.first)).value else {
                 Issue.record("the live claim could not verify"); return
             }
             #expect(try await stack.sql("SELECT status FROM receipt_submissions").first?.string("status") == "verified")

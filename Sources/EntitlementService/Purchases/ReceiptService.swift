@@ -31,7 +31,9 @@ final class ReceiptService {
     let lease: Duration
     /// The attempts this process runs, by verification id, with the claim each holds.
     private var inFlight: [UUID: (task: Task<AttemptOutcome, Never>, claim: SubmissionClaim)] = [:]
-    private var waiters: [ObjectIdentifier: @Loop () -> Void] = [:]
+    /// Requests waiting for an attempt, each with the closure that ends its wait (at shutdown).
+    private var waiters: [Int: @Loop () -> Void] = [:]
+    private var lastWaiter = 0
     private var shuttingDown = false
 
     init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
@@ -67,24 +69,22 @@ final class ReceiptService {
     /// Apple. nil when no answer came in time (the client polls `GET /v1/receipts/{id}`).
     private func outcomeOfAnotherAttempt(_ id: UUID, waitMs: Int, actor: String) async throws -> AttemptOutcome? {
         let deadline = EventLoop.shared.now + UInt64(max(0, waitMs))
+        let left = { deadline - min(deadline, EventLoop.shared.now) }
         var pause: UInt64 = 25
         while !shuttingDown {
-            if let running = inFlight[id] {
-                return await value(of: running.task, waitingAtMost: Int(deadline &- min(deadline, EventLoop.shared.now)))
-            }
+            if let running = inFlight[id] { return await value(of: running.task, waitingAtMost: Int(left())) }
             switch try await submissions.attemptState(id, on: db) {
             case nil, .held?:
                 break
             case .lapsed?:
                 if let claimed = try await submissions.claim(id, lease: lease, on: db) {
-                    return await value(of: start(claimed, actor: actor), waitingAtMost: Int(deadline &- min(deadline, EventLoop.shared.now)))
+                    return await value(of: start(claimed, actor: actor), waitingAtMost: Int(left()))
                 }
             case .settled(let status, let appleStatus, let environment, let detail)?:
                 return Self.outcome(status, appleStatus: appleStatus, environment: environment, detail: detail)
             }
-            let now = EventLoop.shared.now
-            guard now < deadline else { return nil }
-            await LoopTimer.sleep(milliseconds: min(pause, deadline - now))
+            guard left() > 0 else { return nil }
+            await LoopTimer.sleep(milliseconds: min(pause, left()))
             pause = min(pause * 2, 400)
         }
         return nil
@@ -105,22 +105,19 @@ final class ReceiptService {
         }
     }
 
-    /// The detail a submission refused under `keep` is stored with, naming the purchase that belongs to another user.
+    /// The detail a submission refused under `keep` is stored with (the status says `invalid` only), naming the
+    /// purchase that belongs to another user; ``conflictedPurchase(_:)`` reads it back.
     private static func conflictDetail(_ originalTransactionID: String) -> String {
-        "purchase \(originalTransactionID) belongs to another user"
+        conflictPrefix + originalTransactionID + conflictSuffix
     }
 
-    /// The purchase named by a stored ``conflictDetail(_:)``; nil for any other detail.
+    /// The purchase a stored ``conflictDetail(_:)`` names; nil for any other detail.
     private static func conflictedPurchase(_ detail: String) -> String? {
-        guard detail.hasPrefix("purchase "), detail.hasSuffix(" belongs to another user") else { return nil }
-        let purchase = detail.dropFirst("purchase ".count).dropLast(" belongs to another user".count)
-        return conflictDetail(String(purchase)) == detail ? String(purchase) : nil
+        guard detail.hasPrefix(conflictPrefix), detail.hasSuffix(conflictSuffix) else { return nil }
+        return String(detail.dropFirst(conflictPrefix.count).dropLast(conflictSuffix.count))
     }
 
-    /// Runs one attempt of a submission claimed by the retry worker.
-    func retry(_ submission: ClaimedSubmission) async -> AttemptOutcome {
-        await startRetry(submission).value
-    }
+    private static let conflictPrefix = "purchase ", conflictSuffix = " belongs to another user"
 
     /// Starts one attempt of a submission claimed by the retry worker (counted in ``inFlightCount`` at once), or
     /// finds the one this process runs already.
@@ -231,22 +228,11 @@ final class ReceiptService {
     /// (the task goes on regardless).
     private func value(of task: Task<AttemptOutcome, Never>, waitingAtMost milliseconds: Int) async -> AttemptOutcome? {
         guard !shuttingDown else { return nil }
-        final class Once { var resumed = false }
-        let once = Once()
-        let timer = LoopTimer()
-        let key = ObjectIdentifier(once)
-        let outcome: AttemptOutcome? = await withCheckedContinuation { continuation in
-            let finish: @Loop (AttemptOutcome?) -> Void = { value in
-                guard !once.resumed else { return }
-                once.resumed = true
-                continuation.resume(returning: value)
-            }
-            waiters[key] = { finish(nil) }
-            timer.start(after: UInt64(max(0, milliseconds))) { finish(nil) }
-            Task.onLoop { finish(await task.value) }
+        lastWaiter += 1
+        let key = lastWaiter
+        defer { waiters[key] = nil }
+        return await LoopTimer.value(of: { await task.value }, waitingAtMost: UInt64(max(0, milliseconds))) { release in
+            waiters[key] = release
         }
-        waiters[key] = nil
-        timer.close()
-        return outcome
     }
 }

@@ -116,27 +116,16 @@ public final class PostgresPool {
     /// (readiness checks). A server that answers nothing fails the ping at `timeoutMs`; the round trip itself
     /// goes on until the connection's answer timeout gives it up.
     public func ping(timeoutMs: UInt64 = 3_000) async throws {
-        final class Once { var done = false }
-        let once = Once(), timer = LoopTimer()
-        defer { timer.close() }
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, Error>) in
-            let finish: @Loop (Result<Void, Error>) -> Void = { result in
-                guard !once.done else { return }
-                once.done = true
-                continuation.resume(with: result)
+        let answer = await LoopTimer.value(of: { () async -> Result<Void, any Error> in
+            do {
+                _ = try await self.query("SELECT 1", [])
+                return .success(())
+            } catch {
+                return .failure(error)
             }
-            timer.start(after: timeoutMs) {
-                finish(.failure(PostgresError(kind: .timeout, message: "the server did not answer a ping within \(timeoutMs) ms")))
-            }
-            Task.onLoop {
-                do {
-                    _ = try await self.query("SELECT 1", [])
-                    finish(.success(()))
-                } catch {
-                    finish(.failure(error))
-                }
-            }
-        }
+        }, waitingAtMost: timeoutMs)
+        guard let answer else { throw PostgresError(kind: .timeout, message: "the server did not answer a ping within \(timeoutMs) ms") }
+        try answer.get()
     }
 
     /// Lends a connection to `body` and takes it back afterwards, whatever `body` does.
