@@ -14,7 +14,10 @@ import X509
 /// - the profile checks Apple's Python library gets from OpenSSL's `X509_STRICT` (and that RFC5280Policy
 ///   does not make): every issuer asserts keyCertSign; a certificate below the root has an
 ///   authorityKeyIdentifier; a CA has a subjectKeyIdentifier and a keyUsage; only a CA with keyCertSign has
-///   a path length or keyCertSign; key identifiers are not critical; names are not empty.
+///   a path length or keyCertSign; key identifiers are not critical; names are not empty; a
+///   subjectAlternativeName names something;
+/// - each certificate's authorityKeyIdentifier names its issuer, as OpenSSL's `X509_check_akid` requires of an
+///   issuer: its key id is the issuer's subjectKeyIdentifier, its serial number and issuer name the issuer's.
 ///
 /// The leaf's own key usage and CA flag are not checked: Apple's library checks no purpose either.
 struct AppStoreChainPolicy: VerifierPolicy {
@@ -40,6 +43,9 @@ struct AppStoreChainPolicy: VerifierPolicy {
             if let problem = Self.profileProblem(certificate, isIssuer: position > 0, isAnchor: position == 2) {
                 return .failsToMeetPolicy(reason: "\(name) \(problem)")
             }
+            if position < 2, let problem = Self.authorityProblem(certificate, issuer: chain[position + 1]) {
+                return .failsToMeetPolicy(reason: "\(name)'s authorityKeyIdentifier \(problem)")
+            }
         }
         return .meetsPolicy
     }
@@ -49,9 +55,11 @@ struct AppStoreChainPolicy: VerifierPolicy {
         let extensions = certificate.extensions
         let constraints: BasicConstraints?
         let usage: KeyUsage?
+        let alternativeNames: SubjectAlternativeNames?
         do {
             constraints = try extensions.basicConstraints
             usage = try extensions.keyUsage
+            alternativeNames = try extensions.subjectAlternativeNames
             _ = try extensions.subjectKeyIdentifier
             _ = try extensions.authorityKeyIdentifier
         } catch {
@@ -74,7 +82,27 @@ struct AppStoreChainPolicy: VerifierPolicy {
             return "marks its key identifier extension \(oid) critical"
         }
         if certificate.issuer.isEmpty { return "has an empty issuer name" }
-        if isCA && certificate.subject.isEmpty { return "is a CA with an empty subject name" }
+        if certificate.subject.isEmpty { return "has an empty subject name" }
+        if alternativeNames?.isEmpty == true { return "has a subjectAlternativeName that names nothing" }
+        return nil
+    }
+
+    /// What in `certificate`'s authorityKeyIdentifier names another certificate than `issuer`, nil when nothing.
+    private static func authorityProblem(_ certificate: Certificate, issuer: Certificate) -> String? {
+        guard let authority = try? certificate.extensions.authorityKeyIdentifier else { return nil }
+        if let keyID = authority.keyIdentifier, let issuerKeyID = try? issuer.extensions.subjectKeyIdentifier?.keyIdentifier,
+           keyID != issuerKeyID {
+            return "names another key than its issuer's subjectKeyIdentifier"
+        }
+        if let serial = authority.authorityCertSerialNumber, serial != issuer.serialNumber {
+            return "names another serial number than its issuer's"
+        }
+        let issuerName = authority.authorityCertIssuer?.lazy.compactMap { name -> DistinguishedName? in
+            if case .directoryName(let directory) = name { directory } else { nil }
+        }.first
+        if let issuerName, issuerName != issuer.issuer {
+            return "names another issuer than its issuer's"
+        }
         return nil
     }
 }

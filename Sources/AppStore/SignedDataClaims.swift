@@ -76,9 +76,9 @@ struct RegisteredClaims {
     var hasMalformedIdentifier: Bool
 
     init(_ payload: JSONObject) {
-        expiration = payload.integer("exp")
-        notBefore = payload.integer("nbf")
-        issuedAt = payload.integer("iat")
+        expiration = payload.timeClaim("exp")
+        notBefore = payload.timeClaim("nbf")
+        issuedAt = payload.timeClaim("iat")
         hasAudience = switch payload["aud"] {
         case nil, .null?, .bool(false)?: false
         case .string(let text)?: !text.isEmpty
@@ -131,5 +131,12 @@ extension JSONObject {
         default:
             return .invalid
         }
+    }
+
+    /// A registered time claim (`exp`, `nbf`, `iat`) read as `integer` reads it, except that a null is invalid:
+    /// PyJWT checks a claim that is present, and `int(None)` fails.
+    fileprivate func timeClaim(_ key: String) -> SignedDataClaims.Claim<Int64> {
+        if case .null? = self[key] { return .invalid }
+        return integer(key)
     }
 }

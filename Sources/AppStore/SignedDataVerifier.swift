@@ -148,8 +148,8 @@ public struct SignedDataVerifier: Sendable {
         }
         let date = try validationDate(claims)
         let leafKey = try await chainKey(header, length: chainLength, at: date)
-        guard !header.hasCriticalParameters else {
-            throw SignedDataError(.verificationFailure, "the JWS header has crit, and no extension is supported")
+        if let problem = header.parameterProblem {
+            throw SignedDataError(.verificationFailure, problem)
         }
         guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
               leafKey.isValidSignature(signature, for: jws.signingInput) else {

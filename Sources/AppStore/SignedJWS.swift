@@ -12,7 +12,7 @@ struct SignedJWS {
     /// The decoded signature (raw `r || s` for ES256).
     var signature: [UInt8]
 
-    /// What the header says: other fields (`typ`, `kid`…) are ignored, as Apple's library ignores them.
+    /// What the header says: other fields (`typ`…) are ignored, as Apple's library ignores them.
     struct Header: Sendable {
         /// `alg`, when it is a string.
         var algorithm: String?
@@ -22,8 +22,8 @@ struct SignedJWS {
         /// standard base64. x5c[2] is never decoded.
         var leafDER: [UInt8]?
         var intermediateDER: [UInt8]?
-        /// Whether it has `crit`: that lists extensions the recipient must understand, and we know none.
-        var hasCriticalParameters: Bool
+        /// Why the header's other parameters refuse the JWS, as PyJWT refuses it; nil when they do not.
+        var parameterProblem: String?
 
         /// Decodes and parses the header segment `segment` (base64url of a JSON object).
         init(segment: ArraySlice<UInt8>) throws(SignedDataError) {
@@ -42,7 +42,19 @@ struct SignedJWS {
                     intermediateDER = texts.dropFirst().first.flatMap { StrictBase64.decode($0.utf8, .standard) }
                 }
             }
-            hasCriticalParameters = fields["crit"] != nil
+            parameterProblem = Self.parameterProblem(fields)
+        }
+
+        /// `crit` lists extensions the recipient must understand, and we know none; a `kid` must be a string;
+        /// `b64` false announces a detached payload, which App Store data never has.
+        private static func parameterProblem(_ fields: JSONObject) -> String? {
+            if fields["crit"] != nil { return "the JWS header has crit, and no extension is supported" }
+            switch fields["kid"] {
+            case nil, .string?: break
+            default: return "the JWS header's kid is not a string"
+            }
+            if case .bool(false)? = fields["b64"] { return "the JWS header's b64 is false (a detached payload)" }
+            return nil
         }
     }
 

@@ -133,10 +133,12 @@ class Issued:
 
 def issue(cn: str, *, issuer: Issued | None, key=None, not_before=None, not_after=None, ca: bool | None,
           usage: x509.KeyUsage | None, marker: str | None = None, marker_critical=False, marker_value=DER_NULL,
-          bc_critical=True, path_length=None, ski=True, aki=True, issuer_name: x509.Name | None = None) -> Issued:
-    """Issues one certificate. issuer=None makes it self-signed. ca=None leaves basicConstraints out."""
+          bc_critical=True, path_length=None, ski=True, aki=True, issuer_name: x509.Name | None = None,
+          subject_name: x509.Name | None = None, aki_value: x509.AuthorityKeyIdentifier | None = None) -> Issued:
+    """Issues one certificate. issuer=None makes it self-signed. ca=None leaves basicConstraints out.
+    subject_name replaces the name made from cn; aki_value replaces the authorityKeyIdentifier naming the signer."""
     key = key or new_key()
-    name = subject(cn)
+    name = subject_name if subject_name is not None else subject(cn)
     signer_key = issuer.key if issuer else key
     signer_name = issuer_name or (issuer.cert.subject if issuer else name)
     builder = (x509.CertificateBuilder()
@@ -155,7 +157,7 @@ def issue(cn: str, *, issuer: Issued | None, key=None, not_before=None, not_afte
         builder = builder.add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
     if aki:
         builder = builder.add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()), critical=False)
+            aki_value or x509.AuthorityKeyIdentifier.from_issuer_public_key(signer_key.public_key()), critical=False)
     if marker:
         builder = builder.add_extension(
             x509.UnrecognizedExtension(x509.ObjectIdentifier(marker), marker_value), critical=marker_critical)
@@ -483,6 +485,28 @@ def generated_cases() -> list[dict]:
     add("leaf_without_authority_key_identifier", "transaction",
         signed(transaction(), signer=l_noaki, x5c=with_chain(l_noaki)),
         note="Rejected only by X509_STRICT (a non-anchor certificate must have an authorityKeyIdentifier).")
+    l_empty = make_leaf(inter, subject_name=x509.Name([]))
+    add("leaf_empty_subject_without_san", "transaction", signed(transaction(), signer=l_empty, x5c=with_chain(l_empty)),
+        note="Rejected only by X509_STRICT (an empty subject name, and no subjectAlternativeName naming the certificate).")
+    inter_key_id = x509.SubjectKeyIdentifier.from_public_key(inter.key.public_key()).digest
+
+    def leaf_naming_issuer(key_id=inter_key_id, name=root.cert.subject, serial=inter.cert.serial_number) -> Issued:
+        return make_leaf(inter, aki_value=x509.AuthorityKeyIdentifier(key_id, [x509.DirectoryName(name)], serial))
+    l_akfull = leaf_naming_issuer()
+    add("leaf_authority_key_identifier_with_issuer_and_serial", "transaction",
+        signed(transaction(), signer=l_akfull, x5c=with_chain(l_akfull)),
+        note="An authorityKeyIdentifier naming the intermediate by key id, its issuer's name and its serial number.")
+    for case, leaf_cert in [("leaf_authority_key_id_names_another_key", leaf_naming_issuer(key_id=bytes(20))),
+                            ("leaf_authority_serial_names_another_certificate",
+                             leaf_naming_issuer(serial=inter.cert.serial_number + 1)),
+                            ("leaf_authority_issuer_names_another_name", leaf_naming_issuer(name=inter.cert.subject))]:
+        add(case, "transaction", signed(transaction(), signer=leaf_cert, x5c=with_chain(leaf_cert)),
+            note="OpenSSL's X509_check_akid: the intermediate is not the issuer the leaf names, so no path is found.")
+    i_akid = make_intermediate(root, aki_value=x509.AuthorityKeyIdentifier.from_issuer_public_key(new_key().public_key()))
+    l_akid = make_leaf(i_akid)
+    add("intermediate_authority_key_id_names_another_key", "transaction",
+        signed(transaction(), signer=l_akid, x5c=with_chain(l_akid, i_akid)),
+        note="OpenSSL's X509_check_akid: the root is not the issuer the intermediate names.")
     l_ka = make_leaf(inter, usage=key_usage(key_agreement=True))
     add("leaf_key_usage_without_digital_signature", "transaction", signed(transaction(), signer=l_ka, x5c=with_chain(l_ka)),
         note="No purpose is set on the OpenSSL store, so the leaf's keyUsage is not checked.")
@@ -610,6 +634,11 @@ def generated_cases() -> list[dict]:
     add("crit_header_unknown", "transaction",
         sign_jws(transaction(), leaf.key, header={"alg": "ES256", "x5c": chain, "crit": ["exp-ext"], "exp-ext": 1}),
         note="PyJWT rejects a JWS whose crit lists an extension it does not support (RFC 7515 4.1.11).")
+    for case, extra, note in [("header_kid_not_a_string", {"kid": 123}, "PyJWT: a kid must be a string."),
+                              ("header_kid_null", {"kid": None}, "PyJWT: a kid must be a string."),
+                              ("header_b64_false", {"b64": False},
+                               "PyJWT: b64 false announces a detached payload; the payload segment must then be empty.")]:
+        add(case, "transaction", sign_jws(transaction(), leaf.key, header={"alg": "ES256", "x5c": chain, **extra}), note=note)
 
     # --- payload form ------------------------------------------------------------------------------------------
     add("payload_not_json", "transaction", sign_jws(b"this is not json", leaf.key, chain))
@@ -621,6 +650,9 @@ def generated_cases() -> list[dict]:
         note="Quirk of the Python library: PyJWT rejects an aud claim when no audience is expected.")
     add("payload_with_nbf_in_future", "transaction", signed(transaction(nbf=(NOW_MS + 10 * DAY_MS) // 1000)),
         note="Quirk of the Python library: PyJWT enforces nbf.")
+    for claim in ("exp", "nbf", "iat"):
+        add(f"payload_with_{claim}_null", "transaction", signed(transaction(**{claim: None})),
+            note="Quirk of the Python library: PyJWT checks a registered claim that is present, and int(None) fails.")
     add("payload_field_wrong_type", "transaction", signed(transaction(quantity="one")),
         note="Quirk of the Python library: the model conversion fails outside the verifier's try block.")
     add("payload_unknown_fields", "transaction", signed(transaction(someFutureField={"a": 1})),

@@ -14,7 +14,9 @@ struct TestSigningChain {
         case leafCarriesIntermediateMarker, intermediateNotCA, intermediateWithoutBasicConstraints
         case intermediateWithoutKeyCertSign, intermediateWithoutKeyUsage, intermediateWithoutSubjectKeyIdentifier
         case leafWithoutAuthorityKeyIdentifier, intermediateWithoutAuthorityKeyIdentifier, leafKeyCertSignNotCA
-        case leafUnknownCriticalExtension
+        case leafUnknownCriticalExtension, leafWithEmptySubject, leafWithEmptySubjectAlternativeName
+        case leafAuthorityNamesAnotherKey, leafAuthorityNamesAnotherSerial, leafAuthorityNamesAnotherIssuer
+        case intermediateAuthorityNamesAnotherKey
     }
 
     let rootKey = P256.Signing.PrivateKey()
@@ -67,13 +69,15 @@ struct TestSigningChain {
             intermediateExtensions.append(try .init(SubjectKeyIdentifier(hash: intermediatePublic), critical: false))
         }
         if !defects.contains(.intermediateWithoutAuthorityKeyIdentifier) {
-            intermediateExtensions.append(try .init(Self.authorityKeyIdentifier(rootPublic), critical: false))
+            let named = defects.contains(.intermediateAuthorityNamesAnotherKey) ? Certificate.PublicKey(P256.Signing.PrivateKey().publicKey) : rootPublic
+            intermediateExtensions.append(try .init(Self.authorityKeyIdentifier(named), critical: false))
         }
         if !defects.contains(.intermediateWithoutMarker) {
             intermediateExtensions.append(marker(AppStoreChainPolicy.intermediateMarker, defects.contains(.intermediateMarkerCritical)))
         }
+        let intermediateSerial = Certificate.SerialNumber()
         intermediate = try Self.issue(intermediatePublic, subject: intermediateName, issuer: rootName, by: .init(rootKey),
-                                      validity: intermediateValidity, intermediateExtensions)
+                                      validity: intermediateValidity, serialNumber: intermediateSerial, intermediateExtensions)
 
         var leafExtensions: [Certificate.Extension] = [
             try .init(BasicConstraints.notCertificateAuthority, critical: true),
@@ -81,7 +85,16 @@ struct TestSigningChain {
             try .init(SubjectKeyIdentifier(hash: leafPublic), critical: false),
         ]
         if !defects.contains(.leafWithoutAuthorityKeyIdentifier) {
-            leafExtensions.append(try .init(Self.authorityKeyIdentifier(intermediatePublic), critical: false))
+            // The leaf names its issuer every way an authorityKeyIdentifier can: key id, the issuer's issuer, its serial.
+            let key = defects.contains(.leafAuthorityNamesAnotherKey) ? Certificate.PublicKey(P256.Signing.PrivateKey().publicKey) : intermediatePublic
+            let serial = defects.contains(.leafAuthorityNamesAnotherSerial) ? Certificate.SerialNumber() : intermediateSerial
+            let issuerName = defects.contains(.leafAuthorityNamesAnotherIssuer) ? intermediateName : rootName
+            leafExtensions.append(try .init(AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: key).keyIdentifier,
+                                                                   authorityCertIssuer: [.directoryName(issuerName)],
+                                                                   authorityCertSerialNumber: serial), critical: false))
+        }
+        if defects.contains(.leafWithEmptySubjectAlternativeName) {
+            leafExtensions.append(try .init(SubjectAlternativeNames([]), critical: false))
         }
         if defects.contains(.leafCarriesIntermediateMarker) {
             leafExtensions.append(marker(AppStoreChainPolicy.intermediateMarker, false))
@@ -91,14 +104,16 @@ struct TestSigningChain {
         if defects.contains(.leafUnknownCriticalExtension) {
             leafExtensions.append(Certificate.Extension(oid: [1, 3, 6, 1, 4, 1, 99999, 1], critical: true, value: [0x05, 0x00]))
         }
-        leaf = try Self.issue(leafPublic, subject: try DistinguishedName { CommonName("\(name) Leaf") }, issuer: intermediateName,
+        let leafName = defects.contains(.leafWithEmptySubject) ? DistinguishedName() : try DistinguishedName { CommonName("\(name) Leaf") }
+        leaf = try Self.issue(leafPublic, subject: leafName, issuer: intermediateName,
                               by: .init(intermediateKey), validity: leafValidity, leafExtensions)
     }
 
     /// A certificate for `key` named `subject`, signed by `issuerKey` in the name of `issuer`.
     static func issue(_ key: Certificate.PublicKey, subject: DistinguishedName, issuer: DistinguishedName, by issuerKey: Certificate.PrivateKey,
-                      validity: ClosedRange<Date>, _ extensions: [Certificate.Extension]) throws -> Certificate {
-        try Certificate(version: .v3, serialNumber: .init(), publicKey: key, notValidBefore: validity.lowerBound,
+                      validity: ClosedRange<Date>, serialNumber: Certificate.SerialNumber = .init(),
+                      _ extensions: [Certificate.Extension]) throws -> Certificate {
+        try Certificate(version: .v3, serialNumber: serialNumber, publicKey: key, notValidBefore: validity.lowerBound,
                         notValidAfter: validity.upperBound, issuer: issuer, subject: subject, signatureAlgorithm: .ecdsaWithSHA256,
                         extensions: try Certificate.Extensions(extensions), issuerPrivateKey: issuerKey)
     }
