@@ -128,6 +128,23 @@ import Testing
         }
     }
 
+    /// A database whose default zone has daylight saving (as initdb picks up from a host's clock) still gets
+    /// UTC sessions: a day added across the change of clocks is 24 hours.
+    @Test @Loop func sessionsRunInUTCWhateverTheDatabaseDefault() async throws {
+        try await TestDatabase.withTemporaryDatabase { url in
+            let admin = try await PostgresConnection.connect(url, timeoutMs: 5_000)
+            defer { admin.close() }
+            _ = try await admin.query("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET timezone = ''America/New_York''', current_database()); END $$")
+            let connection = try await PostgresConnection.connect(url, timeoutMs: 5_000)
+            defer { connection.close() }
+            let row = try #require(try await connection.query("""
+                SELECT current_setting('TimeZone') AS zone, '2026-11-01T00:00:00Z'::timestamptz + interval '1 day' AS next
+                """).rows.first)
+            #expect(try row.string("zone") == "UTC")
+            #expect(try row.date("next") == Date(timeIntervalSince1970: 1_793_577_600))
+        }
+    }
+
     @Test @Loop func serverErrorsCarrySQLStateMessageAndDetail() async throws {
         let connection = try await connect()
         defer { connection.close() }

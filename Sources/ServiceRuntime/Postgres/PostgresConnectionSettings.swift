@@ -41,7 +41,9 @@ struct PostgresConnectionSettings {
 
     /// Adds the service's defaults, keeping whatever the caller's conninfo chose itself:
     /// - `application_name`, so the connection is recognisable in `pg_stat_activity`;
-    /// - UTF-8 client encoding and ISO DateStyle, which the decoders rely on (these are forced);
+    /// - UTF-8 client encoding and ISO DateStyle, which the decoders rely on, and the UTC time zone, which
+    ///   calendar arithmetic on `timestamptz` (`+ interval '1 day'`, `generate_series`) relies on: a server or
+    ///   database set to a zone with daylight saving would move days by an hour (these are forced);
     /// - `statement_timeout` as a session default, so a slow statement fails with SQLSTATE 57014;
     /// - TCP keepalives and a user timeout, so a silently vanished server surfaces as an error.
     mutating func applyDefaults(applicationName: String, statementTimeoutMs: Int?) {
@@ -54,7 +56,7 @@ struct PostgresConnectionSettings {
         setDefault("keepalives_count", "3")
         setDefault("tcp_user_timeout", "60000")
         self["client_encoding"] = "UTF8"
-        var serverOptions = ["-c DateStyle=ISO"]
+        var serverOptions = ["-c DateStyle=ISO", "-c TimeZone=UTC"]
         if let statementTimeoutMs { serverOptions.append("-c statement_timeout=\(statementTimeoutMs)") }
         // Ours first, so a setting the caller's own `options` repeats wins.
         if let own = self["options"], !own.isEmpty { serverOptions.append(own) }
