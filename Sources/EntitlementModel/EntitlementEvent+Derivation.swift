@@ -15,7 +15,8 @@ extension DerivedEntitlementEvent {
     ///   `renewal` when the same subscription had lapsed or `product_change` when it comes back as another
     ///   product, `refund_reversed` when it had been refunded or revoked, `billing_issue` when access is a grace
     ///   period);
-    /// - active before and after: another product of the subscription → `product_change`; another purchase of the
+    /// - active before and after: another product of the subscription → `product_change` (also when one
+    ///   entitlement ends as another starts with the same subscription's new product); another purchase of the
     ///   same product → a purchase by its type (either one a `refund`, or `revoke`, about the purchase before when
     ///   it was taken back and the other took over); a later end →
     ///   `renewal` (`non_renewing_purchase` for a stacked pass); billing retry or grace starting →
@@ -25,7 +26,7 @@ extension DerivedEntitlementEvent {
     /// - inactive before and after: refunded → `refund`, revoked → `revoke`, billing retry starting →
     ///   `billing_issue`, otherwise `expiration`;
     /// - a balance going up → `consumable_purchase` (`refund_reversed` by a `REFUND_REVERSED` notification), down
-    ///   → `refund`.
+    ///   → `refund`, first shown at zero (credited and refunded at once) → `refund`.
     /// A difference none of these names (say, a lapsed purchase first seen) takes the notification's own
     /// meaning when there is one, else `expiration` for a claim that is not active, else `renewal`.
     public static func derive(before: EntitlementState, after: EntitlementState,
@@ -50,18 +51,19 @@ extension DerivedEntitlementEvent {
             // what Apple recorded ahead: a renewal (the usual one, bought at the old expiry) or a change of product.
             let changes = Self.changes(before: before, after: after)
             let report = AppStoreReport(transactions: transactions, newTransactionIDs: [])
-            let ended = changes.first { $0.type == .expiration }
-            // A subscription renewed into another product of its group (a change recorded ahead) ends one claim
-            // and starts another of the same chain at that instant: a product change, about the new product.
-            if let ended, let chain = ended.purchase?.originalTransactionID, let successor = changes.first(where: {
-                $0.type != .expiration && $0.purchase?.originalTransactionID == chain && $0.purchase?.productID != ended.purchase?.productID
-            }) {
-                return DerivedEntitlementEvent(type: .productChange, purchase: successor.purchase, report: report)
+            // A subscription renewed into another product of its group (a change recorded ahead).
+            if let switched = Self.productSwitch(in: changes) {
+                return DerivedEntitlementEvent(type: .productChange, purchase: switched.purchase, report: report)
             }
+            let ended = changes.first { $0.type == .expiration }
             let change = (ended ?? changes.min { $0.rank < $1.rank }).map { $0.takenBack(in: report) ?? $0 }
             return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase, report: report)
         case .appStore(let report):
-            if let change = Self.changes(before: before, after: after).min(by: { $0.rank < $1.rank }).map({ $0.takenBack(in: report) ?? $0 }) {
+            let changes = Self.changes(before: before, after: after)
+            if var change = changes.min(by: { $0.rank < $1.rank }).map({ $0.takenBack(in: report) ?? $0 }) {
+                // An upgrade or downgrade to a product of the group that gives other entitlements, unless a refund,
+                // revoke or reversal outranks it.
+                if change.rank > Change(type: .productChange).rank, let switched = Self.productSwitch(in: changes) { change = switched }
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
             if var consumable = Self.consumableChange(before: before, after: after) {
@@ -80,6 +82,17 @@ extension DerivedEntitlementEvent {
             let anyActive = after.entitlements.values.contains(where: \.active)
             return DerivedEntitlementEvent(type: fallback ?? (anyActive ? .renewal : .expiration))
         }
+    }
+
+    /// A subscription going on as another product of its group that gives other entitlements ends one claim and
+    /// starts another of the same chain: a product change, about the new product; nil when no claim did.
+    private static func productSwitch(in changes: [Change]) -> Change? {
+        guard let ended = changes.first(where: { $0.type == .expiration }), let chain = ended.purchase?.originalTransactionID else {
+            return nil
+        }
+        return changes.first {
+            $0.type != .expiration && $0.purchase?.originalTransactionID == chain && $0.purchase?.productID != ended.purchase?.productID
+        }.map { Change(type: .productChange, purchase: $0.purchase) }
     }
 
     /// The App Store purchase a transfer is about: that of the most significant entitlement change it made (one of
@@ -274,11 +287,14 @@ extension DerivedEntitlementEvent {
         }
     }
 
+    /// A balance going up is a purchase, down a refund; a balance first shown at zero was credited and refunded at
+    /// once (a refund Apple sent before the purchase had an owner): a refund.
     private static func consumableChange(before: EntitlementState, after: EntitlementState) -> EntitlementEventType? {
         let currencies = Set(before.consumables.keys).union(after.consumables.keys)
         let deltas = currencies.map { (after.consumables[$0] ?? 0) - (before.consumables[$0] ?? 0) }
         if deltas.contains(where: { $0 > 0 }) { return .consumablePurchase }
         if deltas.contains(where: { $0 < 0 }) { return .refund }
+        if currencies.contains(where: { before.consumables[$0] == nil }) { return .refund }
         return nil
     }
 

@@ -332,6 +332,34 @@ import Testing
                                            environment: .sandbox))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: [], notification: "REFUND"))?.type == .refund)
+        // Apple's refund arrived before anyone owned the purchase: credited and debited at once, the balance first shown at zero.
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: EntitlementState(consumables: ["coins": 0]),
+                                               cause: Self.appStore([coins]))
+                == DerivedEntitlementEvent(type: .refund, productID: "coins", transactionID: "4", originalTransactionID: "4", environment: .sandbox))
+    }
+
+    /// An upgrade (or downgrade) within the group to a product giving other entitlements, by Apple's notification or a
+    /// receipt: one entitlement ends as the same subscription's new product starts another, a product change.
+    @Test func anUpgradeToAProductWithOtherEntitlementsIsAProductChange() throws {
+        let monthly = Self.subscription("100", month: 0)
+        let upgradedAt = Self.start.addingTimeInterval(86_400 * 10)
+        let basic = StoreTransaction(transactionID: "101", originalTransactionID: "100", productID: "basic", purchaseDate: upgradedAt,
+                                     expiresDate: ISODuration(months: 1).adding(to: upgradedAt))
+        var upgraded = monthly
+        upgraded.isUpgraded = true
+        let at = upgradedAt.addingTimeInterval(60)
+        for notification in [nil, "DID_CHANGE_RENEWAL_PREF"] {
+            let event = DerivedEntitlementEvent.derive(before: Self.state([monthly], at: at), after: Self.state([upgraded, basic], at: at),
+                                                       cause: Self.appStore([upgraded, basic], new: [basic], notification: notification))
+            #expect(event == DerivedEntitlementEvent(type: .productChange, productID: "basic", transactionID: "101",
+                                                     originalTransactionID: "100", environment: .sandbox), "\(notification ?? "receipt")")
+        }
+        // Refunded at once: the refund still names the event.
+        var refunded = basic
+        refunded.cancellationDate = at
+        let event = DerivedEntitlementEvent.derive(before: Self.state([upgraded, basic], at: at), after: Self.state([upgraded, refunded], at: at),
+                                                   cause: Self.appStore([upgraded, refunded], new: []))
+        #expect(event?.type == .refund)
     }
 
     // MARK: - Time, admin, spends and transfers
