@@ -99,6 +99,12 @@ struct ConsumeAndOrderTests {
             let order = try await service.request("GET", "/v1/orders/\(orderID)").json()
             #expect(order["status"] as? String == "fulfilled")
             #expect(order["transaction_id"] as? String == "by-order-1")
+            // An id no order has, a UUID or not, is unknown alike.
+            for id in [UUID().uuidString, "does-not-exist"] {
+                let unknown = try await service.request("GET", "/v1/orders/\(id)")
+                let field = try unknown.json()["field"] as? String
+                #expect(unknown.status == 404 && field == "order_id", "\(id): \(unknown)")
+            }
         }
     }
 }

@@ -306,7 +306,7 @@ struct WebhookEventTests {
                 .json()["deliveries"] as? [Any] != nil)
             #expect(try await service.request("GET", "/v1/admin/webhooks/deliveries?status=lost", key: ServiceHarness.adminKey).status == 400)
             #expect(try await service.request("POST", "/v1/admin/webhooks/events/\(ids[0])/redeliver", key: ServiceHarness.adminKey).status == 409)
-            #expect(try await service.request("POST", "/v1/admin/webhooks/events/not-a-uuid/redeliver", key: ServiceHarness.adminKey).status == 400)
+            #expect(try await service.request("POST", "/v1/admin/webhooks/events/not-a-uuid/redeliver", key: ServiceHarness.adminKey).status == 404)
         }
     }
 }

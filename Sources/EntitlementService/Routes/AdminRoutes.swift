@@ -59,10 +59,9 @@ struct AdminRoutes {
     }
 
     private func revokeGrant(_ caller: Caller, _ request: HTTPRequest, _ context: HTTPRequestContext, _ grants: GrantEditor) async throws -> HTTPResponse {
-        let id = try context.parameters.require("grant_id", as: ResourceID.self).uuid
-        guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else {
-            throw ProblemError(status: 404, detail: "No grant has this grant_id.")
-        }
+        let missing = ResourceID.notFound("grant", field: "grant_id")
+        let id = try ResourceID.named("grant_id", in: context.parameters, missing: missing)
+        guard let record = try await grants.revoke(id: id, actor: caller.keyID, now: Date()) else { throw missing }
         Log.info("grant_revoked", ["grant_id": id.lowercasedString, "actor": caller.keyID])
         return .json(record)
     }

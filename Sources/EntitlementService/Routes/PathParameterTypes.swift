@@ -22,7 +22,7 @@ struct UserID: PathParameterValue {
     static let pathParameterRequirement = "must be 1 to 128 printable characters, in Unicode normalization form C"
 }
 
-/// The id of a submission, order or grant: a UUID.
+/// The id of a submission, order, grant or webhook event: a UUID.
 struct ResourceID: PathParameterValue {
     let uuid: UUID
 
@@ -32,6 +32,18 @@ struct ResourceID: PathParameterValue {
     }
 
     static let pathParameterRequirement = "must be a UUID"
+
+    /// The id in path parameter `name`. A text that is not a UUID is the id of nothing: the route's own 404 for
+    /// an unknown id (`missing`), not a 400, since the contract gives these ids no form.
+    static func named(_ name: String, in parameters: HTTPPathParameters, missing: ProblemError) throws -> UUID {
+        guard let id = try? parameters.require(name, as: ResourceID.self) else { throw missing }
+        return id.uuid
+    }
+
+    /// The 404 of a route whose `field` names no `resource`.
+    static func notFound(_ resource: String, field: String) -> ProblemError {
+        ProblemError(status: 404, detail: "No \(resource) has this \(field).", extra: ["field": .string(field)])
+    }
 }
 
 /// A consumable's currency: 1–255 printable characters without spaces.

@@ -74,10 +74,9 @@ struct PurchaseRoutes {
     }
 
     private func getReceipt(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
-        let id = try context.parameters.require("verification_id", as: ResourceID.self).uuid
-        guard let submission = try await receipts.submissions.find(id, on: db) else {
-            throw ProblemError(status: 404, detail: "No receipt submission has this verification_id.")
-        }
+        let missing = ResourceID.notFound("receipt submission", field: "verification_id")
+        let id = try ResourceID.named("verification_id", in: context.parameters, missing: missing)
+        guard let submission = try await receipts.submissions.find(id, on: db) else { throw missing }
         return .json(SubmissionBody(submission))
     }
 
@@ -166,10 +165,9 @@ struct PurchaseRoutes {
     }
 
     private func getOrder(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
-        let id = try context.parameters.require("order_id", as: ResourceID.self).uuid
-        guard let order = try await orders.find(id, on: db) else {
-            throw ProblemError(status: 404, detail: "No order has this order_id.")
-        }
+        let missing = ResourceID.notFound("order", field: "order_id")
+        let id = try ResourceID.named("order_id", in: context.parameters, missing: missing)
+        guard let order = try await orders.find(id, on: db) else { throw missing }
         return .json(order)
     }
 }

@@ -35,14 +35,13 @@ struct WebhookRoutes {
     }
 
     private func redeliver(_ request: HTTPRequest, _ context: HTTPRequestContext) async throws -> HTTPResponse {
-        let id = try context.parameters.require("event_id", as: ResourceID.self).uuid
+        let missing = ResourceID.notFound("webhook event", field: "event_id")
+        let id = try ResourceID.named("event_id", in: context.parameters, missing: missing)
         guard delivers else {
             throw ProblemError(status: 409, title: "Webhooks not configured",
                                detail: "WEBHOOK_URL is not set: events are recorded, not sent.")
         }
-        guard try await deliveries.redeliver(id, now: Date(), on: db) else {
-            throw ProblemError(status: 404, detail: "No webhook event has this event_id.")
-        }
+        guard try await deliveries.redeliver(id, now: Date(), on: db) else { throw missing }
         let text = id.lowercasedString
         Log.info("webhook_redeliver", ["event_id": text])
         return .json(["event_id": text, "status": WebhookDeliveryStatus.pending.rawValue], status: 202)
