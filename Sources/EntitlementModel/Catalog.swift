@@ -79,7 +79,8 @@ public struct Catalog: Sendable, Hashable, Codable {
 ///   for `non_renewing`;
 /// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer above zero): required for
 ///   `consumable`;
-/// - `price`: a decimal string such as `"4.99"`; `price_currency`: three capital letters (ISO 4217);
+/// - `price`: a decimal string such as `"4.99"`; `price_currency`: three capital letters (ISO 4217); each
+///   requires the other;
 /// - `subscription_group`: 1–255 characters.
 ///
 /// Fields that do not apply to the type (a `duration` on a consumable) are accepted, checked and kept, but the
@@ -243,6 +244,12 @@ public struct Product: Sendable, Hashable, Codable {
         }
         if let priceCurrency, !(priceCurrency.utf8.count == 3 && priceCurrency.utf8.allSatisfy(Self.isCapital)) {
             return problem(.priceCurrency, "must be an ISO 4217 code such as \"USD\"")
+        }
+        // A price is an amount of a currency: reports sum prices per currency, and one without would be summed with none.
+        switch (price, priceCurrency) {
+        case (.some, nil): return problem(.priceCurrency, "is required with price")
+        case (nil, .some): return problem(.price, "is required with price_currency")
+        default: break
         }
         if let subscriptionGroup, !Self.isName(subscriptionGroup) {
             return problem(.subscriptionGroup, "must be 1–255 characters without control characters")
