@@ -25,13 +25,14 @@ public enum WebhookDeliveryDecision: Sendable, Hashable {
     case delivered
     /// Send it again at this instant.
     case retry(at: Date)
-    /// Give up: the next attempt would fall outside the retry window.
+    /// Give up: the retry window has ended.
     case failed
 }
 
 /// The Standard Webhooks retry rule: any 2xx is delivered; anything else is retried with backoff (from `base`,
-/// doubling per attempt, each wait between half and all of its doubled value, at most `max`) for as long as the
-/// next attempt falls within `window` of when the event became pending, and then the event has `failed`.
+/// doubling per attempt, each wait between half and all of its doubled value, at most `max`) until `window` after
+/// the event became pending: a wait that would end past the window ends with it, in a last attempt at its end, and
+/// an attempt that fails once the window has ended leaves the event `failed`.
 public struct WebhookRetryPolicy: Sendable, Equatable {
     /// The backoff between attempts (`baseMs` doubling up to `maxMs`, scaled by jitter).
     public var schedule: RetrySchedule
@@ -53,7 +54,8 @@ public struct WebhookRetryPolicy: Sendable, Equatable {
     public func decide(_ outcome: WebhookAttemptOutcome, attempt: Int, pendingSince: Date, now: Date,
                        jitter: Double) -> WebhookDeliveryDecision {
         if case .response(let status) = outcome, (200...299).contains(status) { return .delivered }
-        let next = now.addingTimeInterval(Double(schedule.delayMs(attempt: attempt, jitter: jitter)) / 1_000)
-        return next > pendingSince.addingTimeInterval(window) ? .failed : .retry(at: next)
+        let end = pendingSince.addingTimeInterval(window)
+        guard now < end else { return .failed }
+        return .retry(at: min(now.addingTimeInterval(Double(schedule.delayMs(attempt: attempt, jitter: jitter)) / 1_000), end))
     }
 }

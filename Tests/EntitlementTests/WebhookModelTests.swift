@@ -116,18 +116,21 @@ import Testing
         let since = Self.start
         let lastChance = since.addingTimeInterval(3 * 86_400 - 3_600)
         #expect(policy.decide(.noResponse, attempt: 80, pendingSince: since, now: lastChance, jitter: 1) == .retry(at: since.addingTimeInterval(3 * 86_400)))
-        #expect(policy.decide(.noResponse, attempt: 80, pendingSince: since, now: lastChance.addingTimeInterval(1), jitter: 1) == .failed)
+        // A wait ending past the window ends with it: the last attempt is at the end of the 3 days, and only its failure fails.
+        let windowEnd = since.addingTimeInterval(3 * 86_400)
+        #expect(policy.decide(.noResponse, attempt: 80, pendingSince: since, now: lastChance.addingTimeInterval(1), jitter: 1) == .retry(at: windowEnd))
+        #expect(policy.decide(.noResponse, attempt: 81, pendingSince: since, now: windowEnd.addingTimeInterval(-0.001), jitter: 1) == .retry(at: windowEnd))
+        #expect(policy.decide(.noResponse, attempt: 82, pendingSince: since, now: windowEnd, jitter: 1) == .failed)
         #expect(policy.decide(.response(status: 200), attempt: 99, pendingSince: since, now: lastChance.addingTimeInterval(10), jitter: 1) == .delivered,
                 "a late success still counts")
-        // Every attempt of a receiver that never answers, with the slowest waits: the last falls within 3 days.
+        // Every attempt of a receiver that never answers, with the slowest waits: the last falls at the end of 3 days.
         var now = since
         var attempt = 1
         while case .retry(let next) = policy.decide(.noResponse, attempt: attempt, pendingSince: since, now: now, jitter: 1) {
             now = next
             attempt += 1
         }
-        #expect(now <= since.addingTimeInterval(3 * 86_400))
-        #expect(now > since.addingTimeInterval(3 * 86_400 - 3_600))
+        #expect(now == since.addingTimeInterval(3 * 86_400))
         #expect((80...85).contains(attempt))
     }
 
