@@ -148,6 +148,34 @@ import Testing
         }
     }
 
+    /// 0015 clears a price stored without its currency (and a currency without its price), which the catalog
+    /// now refuses and would fail to load, and the table refuses them from then on.
+    @Test @Loop func pricesWithoutTheirCurrencyAreClearedAndRefused() async throws {
+        let all = try FileManager.default.contentsOfDirectory(atPath: Migrator.defaultDirectory().path).filter { $0.hasSuffix(".sql") }
+        let read = { (name: String) in try String(contentsOf: Migrator.defaultDirectory().appendingPathComponent(name), encoding: .utf8) }
+        let directory = try Directory(Dictionary(uniqueKeysWithValues: try all.filter { $0 < "0015" }.map { ($0, try read($0)) }))
+        defer { directory.remove() }
+        try await TestDatabase.withTemporaryDatabase { url in
+            let pool = PostgresPool(conninfo: url, size: 2)
+            let migrator = Migrator(pool: pool, directory: directory.url)
+            _ = try await migrator.run()
+            _ = try await pool.query("""
+                INSERT INTO products (product_id, type, entitlements, price, price_currency) VALUES
+                    ('priced', 'non_consumable', '{a}', '4.99', 'USD'), ('bare', 'non_consumable', '{a}', '4.99', NULL),
+                    ('coinless', 'non_consumable', '{a}', NULL, 'EUR'), ('free', 'non_consumable', '{a}', NULL, NULL)
+                """)
+            try directory.add(Dictionary(uniqueKeysWithValues: try all.filter { $0 >= "0015" }.map { ($0, try read($0)) }))
+            #expect(try await migrator.run().contains(15))
+            let rows = try await pool.query("SELECT product_id, price, price_currency FROM products ORDER BY product_id").rows
+            #expect(try rows.map { "\(try $0.string("product_id")):\(try $0.optionalString("price") ?? "-"):\(try $0.optionalString("price_currency") ?? "-")" }
+                    == ["bare:-:-", "coinless:-:-", "free:-:-", "priced:4.99:USD"])
+            await #expect(throws: PostgresError.self) {
+                _ = try await pool.query("UPDATE products SET price_currency = NULL WHERE product_id = 'priced'")
+            }
+            await pool.close()
+        }
+    }
+
     @Test func defaultDirectoryIsNamedMigrations() {
         #expect(Migrator.defaultDirectory().lastPathComponent == "migrations")
     }
