@@ -87,7 +87,7 @@ import Testing
         let csv = try await server.request("/v1/admin/reports/purchases", headers: [admin, ("Accept", "text/csv, */*;q=0.1")])
         #expect(csv.status == 200)
         #expect(csv.headers["Content-Type"] == "text/csv; charset=utf-8")
-        #expect(csv.text == "product_id,environment,product_type,count,refunded,units,price,price_currency,revenue\r\n")
+        #expect(csv.text == "product_id,environment,product_type,count,refunded,units,price,price_currency,revenue,trials\r\n")
         let json = try await server.request("/v1/admin/reports/purchases?format=json", headers: [admin, ("Accept", "text/csv")])
         #expect(json.headers["Content-Type"] == "application/json")
         await server.shutdown()

@@ -197,6 +197,15 @@ def main():
         by_id("find-form").submit()
         wait.until(lambda d: "Not found" in by_id("message").text)
         check("original_transaction_id" in by_id("message").text and not by_id("customer").is_displayed(), "an unknown purchase: " + by_id("message").text)
+        # A user named ".." cannot be addressed from a browser (it resolves the name as a path step): said so, and
+        # the customer shown before is gone, so that nothing done next reaches it.
+        find("user_id", user, user)
+        Select(by_id("find-by")).select_by_value("user_id")
+        by_id("find-value").clear()
+        by_id("find-value").send_keys("..")
+        by_id("find-form").submit()
+        wait.until(lambda d: "cannot address" in by_id("message").text)
+        check(not by_id("customer").is_displayed(), "a user named '..': " + by_id("message").text)
         find("user_id", user, user)
 
         # Grant, then revoke: each in the entitlements, the grants and the customer's events.

@@ -21,15 +21,17 @@ struct PurchaseReportBody: Encodable {
         var count: Int
         /// Of those, the ones Apple has since refunded or revoked.
         var refunded: Int
+        /// Of those, free trials (`is_trial_period`): no revenue.
+        var trials: Int
         /// Items bought (a consumable purchase may carry a quantity above one).
         var units: Int
         var price: String?
         var priceCurrency: String?
-        /// `price` × the units not refunded, as a decimal string; nil without a catalog price.
+        /// `price` × the units neither refunded nor a free trial, as a decimal string; nil without a catalog price.
         var revenue: String?
 
         enum CodingKeys: String, CodingKey {
-            case productID = "product_id", environment, productType = "product_type", count, refunded, units, price
+            case productID = "product_id", environment, productType = "product_type", count, refunded, trials, units, price
             case priceCurrency = "price_currency", revenue
         }
 
@@ -40,6 +42,7 @@ struct PurchaseReportBody: Encodable {
             try container.encode(productType, forKey: .productType)
             try container.encode(count, forKey: .count)
             try container.encode(refunded, forKey: .refunded)
+            try container.encode(trials, forKey: .trials)
             try container.encode(units, forKey: .units)
             try container.encode(price, forKey: .price)
             try container.encode(priceCurrency, forKey: .priceCurrency)

@@ -41,13 +41,15 @@ struct TimeseriesReportBody: Encodable {
         var purchases: Int
         /// Of those purchases, the ones Apple has since refunded or revoked.
         var refunded: Int
+        /// Of those purchases, free trials: no revenue.
+        var trials: Int
         var units: Int
-        /// The catalog price × the units not refunded, a decimal string; nil without a catalog price.
+        /// The catalog price × the units neither refunded nor a free trial, a decimal string; nil without a catalog price.
         var revenue: String?
         var priceCurrency: String?
 
         enum CodingKeys: String, CodingKey {
-            case periodStart = "period_start", productID = "product_id", environment, purchases, refunded, units, revenue
+            case periodStart = "period_start", productID = "product_id", environment, purchases, refunded, trials, units, revenue
             case priceCurrency = "price_currency"
         }
 
@@ -58,6 +60,7 @@ struct TimeseriesReportBody: Encodable {
             try container.encode(environment, forKey: .environment)
             try container.encode(purchases, forKey: .purchases)
             try container.encode(refunded, forKey: .refunded)
+            try container.encode(trials, forKey: .trials)
             try container.encode(units, forKey: .units)
             try container.encode(revenue, forKey: .revenue)
             try container.encode(priceCurrency, forKey: .priceCurrency)
@@ -71,13 +74,16 @@ struct TimeseriesReportBody: Encodable {
         var periodStart: Date
         var environment: String
         var priceCurrency: String?
+        /// Paying subscriptions: live at that instant (in a billing grace period included), not in a free trial.
         var activeSubscriptions: Int
-        /// Each active subscription's catalog price scaled to a month by its current period's length, summed;
+        /// Subscriptions in a free trial at that instant.
+        var trials: Int
+        /// Each paying subscription's catalog price scaled to a month by its current period's length, summed;
         /// a decimal string in `priceCurrency`, nil when these subscriptions' products have no catalog price.
         var mrr: String?
 
         enum CodingKeys: String, CodingKey {
-            case periodStart = "period_start", environment, priceCurrency = "price_currency", activeSubscriptions = "active_subscriptions", mrr
+            case periodStart = "period_start", environment, priceCurrency = "price_currency", activeSubscriptions = "active_subscriptions", trials, mrr
         }
 
         func encode(to encoder: any Encoder) throws {
@@ -86,6 +92,7 @@ struct TimeseriesReportBody: Encodable {
             try container.encode(environment, forKey: .environment)
             try container.encode(priceCurrency, forKey: .priceCurrency)
             try container.encode(activeSubscriptions, forKey: .activeSubscriptions)
+            try container.encode(trials, forKey: .trials)
             try container.encode(mrr, forKey: .mrr)
         }
     }

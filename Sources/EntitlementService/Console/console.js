@@ -139,9 +139,13 @@ async function loadCapabilities() {
     "Refresh from Apple and attaching an App Store order id need an App Store Server API key (APPLE_ISSUER_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE); this service has none.";
 }
 
-// Dots escaped too: a browser would resolve a user id "." or ".." as a path segment of its own.
+// A browser resolves a path segment "." or ".." itself, escaped as "%2E" or not (the URL standard reads both as
+// dot segments): a user of that name cannot be addressed from a page, only through the API.
 function userPath(userID) {
-  return "/v1/admin/users/" + encodeURIComponent(userID).replaceAll(".", "%2E");
+  if (userID === "." || userID === "..") {
+    throw new Error('A browser cannot address a user named "' + userID + '": it reads the name as a path step. Use the API for this user.');
+  }
+  return "/v1/admin/users/" + encodeURIComponent(userID);
 }
 
 function state(item) {
@@ -176,6 +180,11 @@ function redeliverButton(eventID, then) {
  * since `started` (a look-up's start, else now).
  */
 async function openCustomer(userID, started = performance.now()) {
+  if (userID !== currentUser) {
+    // Another customer: the one shown goes first, so that no action meant for the new one reaches it.
+    currentUser = null;
+    $("customer").hidden = true;
+  }
   const view = await api(userPath(userID) + "?transactions_limit=" + PAGE + "&events_limit=" + PAGE);
   currentUser = userID;
   $("customer-id").textContent = view.user_id;
@@ -377,13 +386,14 @@ async function loadRevenue() {
   const subscriptions = report.subscriptions;
   chart($("chart-subscriptions"), periods, [
     ...seriesBy(subscriptions.map((s) => Object.assign({ series: "active subscriptions" }, s)), "series", (s) => s.active_subscriptions),
+    ...seriesBy(subscriptions.filter((s) => s.trials > 0).map((s) => Object.assign({ series: "free trials" }, s)), "series", (s) => s.trials),
     // One MRR line per currency: prices in different currencies are never added together.
     ...seriesBy(subscriptions.filter((s) => s.mrr !== null).map((s) => Object.assign({ series: "MRR estimate (" + s.price_currency + ")" }, s)),
       "series", (s) => s.mrr),
   ], "line");
   $("chart-purchases").dataset.environment = report.environment;
   fillTable($("revenue-table"), report.points, [
-    (p) => p.period_start.slice(0, 10), "product_id", "purchases", "refunded",
+    (p) => p.period_start.slice(0, 10), "product_id", "purchases", "refunded", "trials",
     (p) => (p.revenue === null ? "—" : p.revenue + " " + (p.price_currency || "")),
   ]);
 }

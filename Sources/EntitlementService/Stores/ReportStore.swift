@@ -25,9 +25,10 @@ struct ReportStore: ReportReading {
             SELECT t.product_id, t.environment, p.type AS product_type,
                    count(*) AS purchases,
                    count(*) FILTER (WHERE t.cancellation_date IS NOT NULL) AS refunded,
+                   count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
                    p.price, p.price_currency,
-                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL), 0) AS revenue
+                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL AND NOT t.is_trial_period), 0) AS revenue
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
              WHERE t.purchase_date >= $1 AND t.purchase_date < $2 AND t.ownership = 'purchased'\(environment == nil ? "" : " AND t.environment = $3")
              GROUP BY t.product_id, t.environment, p.type, p.price, p.price_currency
@@ -37,14 +38,15 @@ struct ReportStore: ReportReading {
             PurchaseReportBody.Row(
                 productID: try row.string("product_id"), environment: try row.string("environment"),
                 productType: try row.optionalString("product_type"), count: try row.int("purchases"),
-                refunded: try row.int("refunded"), units: try row.int("units"), price: try row.optionalString("price"),
+                refunded: try row.int("refunded"), trials: try row.int("trials"), units: try row.int("units"), price: try row.optionalString("price"),
                 priceCurrency: try row.optionalString("price_currency"), revenue: try row.optionalString("revenue"))
         })
     }
 
-    /// Three reads, each on an index: the buckets (`generate_series`), the purchases by purchase date
-    /// (`app_store_transactions_purchased`) and the subscriptions live at each bucket's end
-    /// (`app_store_transactions_expiring`: only transactions expiring after the window's start are read).
+    /// Three reads: the buckets (`generate_series`), the purchases by purchase date (on
+    /// `app_store_transactions_purchased`) and the subscriptions live at each bucket's end (the transactions
+    /// expiring after the window's start less 60 days, on `app_store_transactions_expiring`: each read once, in
+    /// one sort by subscription, whatever the number of buckets).
     func timeseries(from: Date, to: Date, interval: ReportInterval, environment: StoreEnvironment?,
                     on db: some PostgresQueryable) async throws -> TimeseriesReportBody {
         var parameters: [any PostgresEncodable] = [from, to, interval.rawValue]
@@ -61,8 +63,9 @@ struct ReportStore: ReportReading {
                    t.product_id, t.environment,
                    count(*) AS purchases,
                    count(*) FILTER (WHERE t.cancellation_date IS NOT NULL) AS refunded,
+                   count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
-                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL), 0) AS revenue,
+                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL AND NOT t.is_trial_period), 0) AS revenue,
                    p.price_currency
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
              WHERE t.purchase_date >= $1::timestamptz AND t.purchase_date < $2::timestamptz AND t.ownership = 'purchased'\(onlyEnvironment)
@@ -72,36 +75,73 @@ struct ReportStore: ReportReading {
             TimeseriesReportBody.Point(
                 periodStart: try row.date("period_start"), productID: try row.string("product_id"),
                 environment: try row.string("environment"), purchases: try row.int("purchases"), refunded: try row.int("refunded"),
+                trials: try row.int("trials"),
                 units: try row.int("units"), revenue: try row.optionalString("revenue"), priceCurrency: try row.optionalString("price_currency"))
         }
-        // A subscription counts once (its latest transaction live at the bucket's end); its monthly price is the
-        // catalog price ÷ the whole months of that transaction's period (a month of 28–31 days is one month, a
-        // year twelve), or, for a period under 27 days, × (an average month ÷ the period), never below a day.
+        // Each transaction of a subscription is live from its purchase until it expires (or, the subscription's
+        // latest, until the end of a billing grace period Apple granted past it), is refunded, or the next
+        // transaction of its subscription is bought; a subscription therefore counts once at any instant. Live
+        // counts at each bucket's end are running sums of +1 at each start and −1 at each end, each put in the
+        // first bucket whose end reaches it: one pass over the transactions, not one per bucket. A free trial counts
+        // apart (`trials`), with no revenue. The monthly price is the catalog price ÷ the whole months of the
+        // transaction's period (a month of 28–31 days is one month, a year twelve), or, for a period under 27
+        // days, × (an average month ÷ the period), never below a day.
         let subscriptions = try await db.query("""
             WITH buckets AS (\(buckets)),
-            live AS (
-                SELECT DISTINCT ON (b.period_start, t.original_transaction_id)
-                       b.period_start, t.environment, p.price, p.price_currency, t.purchase_date, t.expires_date
-                  FROM buckets b
-                  JOIN app_store_transactions t
-                    ON t.expires_date > b.period_end AND t.expires_date > $1::timestamptz AND t.purchase_date <= b.period_end
-                   AND (t.cancellation_date IS NULL OR t.cancellation_date > b.period_end) AND t.ownership = 'purchased'\(onlyEnvironment)
+            chain AS (
+                SELECT t.environment, p.price_currency, t.purchase_date, t.expires_date, t.cancellation_date,
+                       t.is_trial_period AS trial,
+                       CASE WHEN t.is_trial_period THEN p.price::numeric * 0
+                            WHEN t.expires_date - t.purchase_date >= interval '27 days'
+                            THEN p.price::numeric / round(extract(epoch FROM t.expires_date - t.purchase_date) / 2629746)
+                            ELSE p.price::numeric * 2629746 / greatest(extract(epoch FROM t.expires_date - t.purchase_date), 86400)
+                       END AS monthly,
+                       lead(t.purchase_date) OVER (PARTITION BY t.original_transaction_id ORDER BY t.purchase_date, t.transaction_id) AS next_purchase,
+                       s.in_billing_retry, s.grace_period_expires_date
+                  FROM app_store_transactions t
                   JOIN products p ON p.product_id = t.product_id AND p.type = 'auto_renewable'
-                 ORDER BY b.period_start, t.original_transaction_id, t.purchase_date DESC
+                  LEFT JOIN subscriptions s ON s.original_transaction_id = t.original_transaction_id
+                 WHERE t.expires_date > $1::timestamptz - interval '60 days' AND t.purchase_date <= $2::timestamptz
+                   AND t.ownership = 'purchased'\(onlyEnvironment)
+            ),
+            segments AS (
+                SELECT environment, price_currency, trial, monthly, purchase_date AS starts,
+                       least(coalesce(next_purchase, 'infinity'), coalesce(cancellation_date, 'infinity'),
+                             CASE WHEN next_purchase IS NULL AND in_billing_retry AND grace_period_expires_date > expires_date
+                                  THEN grace_period_expires_date ELSE expires_date END) AS ends
+                  FROM chain
+            ),
+            deltas AS (
+                SELECT starts AS at, environment, price_currency, trial, 1 AS n, monthly AS m FROM segments WHERE ends > starts
+                UNION ALL
+                SELECT ends, environment, price_currency, trial, -1, -monthly FROM segments WHERE ends > starts AND ends <= $2::timestamptz
+            ),
+            sums AS (
+                SELECT greatest(date_trunc($3::text, (at - interval '1 microsecond') AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
+                                (SELECT min(period_start) FROM buckets)) AS period_start,
+                       environment, price_currency,
+                       sum(n) FILTER (WHERE NOT trial) AS active, sum(n) FILTER (WHERE trial) AS trials, sum(m) AS mrr
+                  FROM deltas
+                 GROUP BY 1, 2, 3
+            ),
+            running AS (
+                SELECT b.period_start, g.environment, g.price_currency,
+                       sum(coalesce(s.active, 0)) OVER w AS active, sum(coalesce(s.trials, 0)) OVER w AS trials, sum(s.mrr) OVER w AS mrr
+                  FROM buckets b
+                 CROSS JOIN (SELECT DISTINCT environment, price_currency FROM sums) g
+                  LEFT JOIN sums s ON s.period_start = b.period_start AND s.environment = g.environment
+                                  AND s.price_currency IS NOT DISTINCT FROM g.price_currency
+                WINDOW w AS (PARTITION BY g.environment, g.price_currency ORDER BY b.period_start)
             )
-            SELECT period_start, environment, price_currency, count(*) AS active,
-                   round(sum(CASE WHEN expires_date - purchase_date >= interval '27 days'
-                                  THEN price::numeric / round(extract(epoch FROM expires_date - purchase_date) / 2629746)
-                                  ELSE price::numeric * 2629746 / greatest(extract(epoch FROM expires_date - purchase_date), 86400)
-                             END), 2) AS mrr
-              FROM live
-             GROUP BY period_start, environment, price_currency
+            SELECT period_start, environment, price_currency, active, trials, round(mrr, 2) AS mrr
+              FROM running
+             WHERE active > 0 OR trials > 0
              ORDER BY period_start, environment, price_currency NULLS LAST
             """, parameters).rows.map { row in
             TimeseriesReportBody.Subscriptions(
                 periodStart: try row.date("period_start"), environment: try row.string("environment"),
                 priceCurrency: try row.optionalString("price_currency"), activeSubscriptions: try row.int("active"),
-                mrr: try row.optionalString("mrr"))
+                trials: try row.int("trials"), mrr: try row.optionalString("mrr"))
         }
         return TimeseriesReportBody(from: from, to: to, interval: interval, environment: environment, periods: periods,
                                     points: points, subscriptions: subscriptions)
