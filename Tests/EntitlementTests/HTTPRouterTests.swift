@@ -118,6 +118,9 @@ import Testing
         }
         router.get("/slow") { _, _ in throw PostgresError(kind: .timeout, message: "pool acquire timed out") }
         router.get("/broken") { _, _ in throw PostgresError(kind: .server, message: "syntax error", sqlState: "42601") }
+        router.get("/cancelled") { _, _ in
+            throw PostgresError(kind: .server, message: "canceling statement due to statement timeout", sqlState: "57014")
+        }
         let down = await respond(router, request("GET", "/down")).response
         #expect(down.status == 503)
         #expect(down.headers["Retry-After"] == "5")
@@ -125,6 +128,8 @@ import Testing
         let slow = await respond(router, request("GET", "/slow")).response
         #expect(slow.status == 503)
         #expect(slow.headers["Retry-After"] == "5")
+        let cancelled = await respond(router, request("GET", "/cancelled")).response
+        #expect(cancelled.status == 503 && cancelled.headers["Retry-After"] == "5", "a statement out of time: \(cancelled.status)")
         let broken = await respond(router, request("GET", "/broken")).response
         #expect(broken.status == 500)
         #expect(broken.headers["Retry-After"] == nil)
