@@ -60,15 +60,23 @@ extension DerivedEntitlementEvent {
             return DerivedEntitlementEvent(type: change?.type ?? .expiration, purchase: change?.purchase, report: report)
         case .appStore(let report):
             let changes = Self.changes(before: before, after: after)
+            let meaning = report.notificationType.flatMap { Self.meaning(ofNotification: $0, subtype: report.subtype) }
             if var change = changes.min(by: { $0.rank < $1.rank }).map({ $0.takenBack(in: report) ?? $0 }) {
                 // An upgrade or downgrade to a product of the group that gives other entitlements, unless a refund,
                 // revoke or reversal outranks it.
                 if change.rank > Change(type: .productChange).rank, let switched = Self.productSwitch(in: changes) { change = switched }
+                // Apple's reversal of a refund brings a purchase back: whatever held the entitlement meanwhile (a
+                // grant), and whether the end moved or not, that is the reversal.
+                if meaning == .refundReversed, [.initialPurchase, .nonConsumablePurchase, .nonRenewingPurchase, .renewal].contains(change.type) {
+                    change.type = .refundReversed
+                }
+                if change.type == .refund || change.type == .revoke, let taken = Self.takenFromAnother(change, in: report) {
+                    return taken
+                }
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
             if var consumable = Self.consumableChange(before: before, after: after) {
-                if consumable == .consumablePurchase, let type = report.notificationType,
-                   Self.meaning(ofNotification: type, subtype: report.subtype) == .refundReversed {
+                if consumable == .consumablePurchase, meaning == .refundReversed {
                     consumable = .refundReversed  // a refund's debit credited back
                 }
                 let bought = report.transactions
@@ -78,9 +86,8 @@ extension DerivedEntitlementEvent {
                     type: consumable, productID: bought?.transaction.productID, transactionID: bought?.transaction.transactionID,
                     originalTransactionID: bought?.transaction.originalTransactionID, environment: bought?.environment)
             }
-            let fallback = report.notificationType.flatMap { Self.meaning(ofNotification: $0, subtype: report.subtype) }
             let anyActive = after.entitlements.values.contains(where: \.active)
-            return DerivedEntitlementEvent(type: fallback ?? (anyActive ? .renewal : .expiration))
+            return DerivedEntitlementEvent(type: meaning ?? (anyActive ? .renewal : .expiration))
         }
     }
 
@@ -93,6 +100,20 @@ extension DerivedEntitlementEvent {
         return changes.first {
             $0.type != .expiration && $0.purchase?.originalTransactionID == chain && $0.purchase?.productID != ended.purchase?.productID
         }.map { Change(type: .productChange, purchase: $0.purchase) }
+    }
+
+    /// A refund (or revoke) of another purchase of the product than the one shown, which stays shown, shortened or
+    /// not (the first of two stacked passes refunded): the event about the purchase taken back, as the report's
+    /// transactions show it; nil when the report took back the one shown, or no other.
+    private static func takenFromAnother(_ change: Change, in report: AppStoreReport) -> DerivedEntitlementEvent? {
+        guard let shown = change.purchase else { return nil }
+        let cancelled = report.transactions.filter { $0.transaction.cancellationDate != nil }
+        guard !cancelled.contains(where: { $0.transaction.originalTransactionID == shown.originalTransactionID }),
+              let taken = cancelled.filter({ $0.transaction.productID == shown.productID })
+                .max(by: { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) })
+        else { return nil }
+        return DerivedEntitlementEvent(type: change.type, productID: taken.transaction.productID, transactionID: taken.transaction.transactionID,
+                                       originalTransactionID: taken.transaction.originalTransactionID, environment: taken.environment)
     }
 
     /// The App Store purchase a transfer is about: that of the most significant entitlement change it made (one of
@@ -155,20 +176,22 @@ extension DerivedEntitlementEvent {
         var type: EntitlementEventType
         var purchase: AppStorePurchase?
         var previous: AppStorePurchase? = nil
+        /// The App Store purchase behind an active entitlement gave way to a grant that holds it on.
+        var toGrant = false
 
         /// A change of the purchase behind an active entitlement because the one that gave it was taken back
         /// (refunded, or revoked from a family member) and another took over (of its group, or of the same
-        /// product: a second subscription, a stacked pass, the same product bought twice): the refund (or revoke)
+        /// product: a second subscription, a stacked pass, the same product bought twice; or a grant): the refund (or revoke)
         /// of the purchase taken back is the event, about it, as the report's transactions of it show; nil when the
         /// purchase before was not taken back, or the one named now was.
         func takenBack(in report: AppStoreReport) -> Change? {
-            guard let previous, previous.originalTransactionID != purchase?.originalTransactionID else { return nil }
+            guard let previous, toGrant || previous.originalTransactionID != purchase?.originalTransactionID else { return nil }
             // Taken back: its newest transaction the report shows (an older renewal refunded long ago is not this).
             let cancelled = { (purchase: AppStorePurchase?) in
                 report.transactions.map(\.transaction).filter { $0.originalTransactionID == purchase?.originalTransactionID }
                     .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }?.cancellationDate != nil
             }
-            guard cancelled(previous), !cancelled(purchase) else { return nil }
+            guard cancelled(previous), toGrant || !cancelled(purchase) else { return nil }
             return Change(type: previous.ownership == .familyShared ? .revoke : .refund, purchase: previous)
         }
 
@@ -204,6 +227,10 @@ extension DerivedEntitlementEvent {
         switch (old, new) {
         case (_, let new?) where new.active:
             guard let old, old.active else { return Change(type: gained(new, after: old), purchase: purchase) }
+            if let previous, appStorePurchase(new.source) == nil {
+                // A grant holds on what the App Store purchase gave: the purchase ended, or was taken back (`takenBack`).
+                return Change(type: .expiration, purchase: previous, previous: previous, toGrant: true)
+            }
             // Nothing else changed but the purchase behind it: another purchase of the product (a renewal when
             // it is the same subscription).
             let otherPurchase = previous.map { $0.originalTransactionID != purchase?.originalTransactionID } ?? false

@@ -114,6 +114,30 @@ extension AdminTests {
             }
         }
 
+        /// A consumable bought before the catalog had it is credited when the catalog gets it, once, in the
+        /// change's transaction: the balance shows at once, and the owner's event follows.
+        @Test @Loop func aConsumableBoughtBeforeTheCatalogHadItIsCreditedWhenItDoes() async throws {
+            try await AdminHarness.run { service in
+                var receipt = FakeReceipt(bundleID: AdminHarness.bundleID)
+                receipt.addPurchase("com.example.later.coins", transactionID: "8100001", purchased: Date().addingTimeInterval(-60), quantity: 2)
+                let posted = try await service.post(receipt, for: "early-buyer")
+                #expect(posted.status == 200 && (posted.object["consumables"] as? [String: Any])?.isEmpty == true, "\(posted)")
+                let balances = { @Loop in
+                    try await service.call("GET", "/v1/users/early-buyer/entitlements", key: .app).object["consumables"] as? [String: Int]
+                }
+                let body = #"{"type": "consumable", "currency": "later", "amount": 10}"#
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.later.coins", body: body).status == 201)
+                #expect(try await balances() == ["later": 20])
+                #expect(try await eventually(timeout: 10) {
+                    try await service.sql("SELECT 1 FROM webhook_events WHERE user_id = 'early-buyer' AND type = 'catalog_change'").count == 1
+                })
+                // Changed again (another price): nothing more is owed.
+                let priced = #"{"type": "consumable", "currency": "later", "amount": 10, "price": "0.99", "price_currency": "USD"}"#
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.later.coins", body: priced).status == 200)
+                #expect(try await balances() == ["later": 20])
+            }
+        }
+
         @Test @Loop func everyFieldSurvivesTheDatabase() async throws {
             try await AdminHarness.run { service in
                 // Names with what PostgreSQL's array text form would have to quote or escape.

@@ -50,16 +50,20 @@ struct ConsumeAndOrderTests {
         }
     }
 
-    /// Every amount that is no integer from 1 to 10^9 is a 400 naming `amount`, among them numbers Foundation's
-    /// decoder reports as invalid JSON (a fraction, one beyond 64 bits).
+    /// Every amount that is no integer from 1 to 10^12 (what one purchase may credit) is a 400 naming `amount`,
+    /// among them numbers Foundation's decoder reports as invalid JSON (a fraction, one beyond 64 bits).
     @Test func anAmountThatIsNoPositiveIntegerIsRefusedNamingIt() async throws {
         try await ServiceHarness.run { service in
-            for amount in ["1.5", "2.5e0", "12345678901234567890", "0", "-5", "true", #""5""#, "null"] {
+            for amount in ["1.5", "2.5e0", "12345678901234567890", "1000000000001", "0", "-5", "true", #""5""#, "null"] {
                 let answer = try await service.request("POST", "/v1/users/spender/consumables/coins/consume",
                                                        json: #"{"amount": \#(amount), "idempotency_key": "k"}"#)
                 #expect(answer.status == 400, "\(amount): \(answer.text)")
                 #expect(try answer.json()["field"] as? String == "amount", "\(amount): \(answer.text)")
             }
+            // Up to 10^12 is a spend: here one the balance cannot cover.
+            let large = try await service.request("POST", "/v1/users/spender/consumables/coins/consume",
+                                                  json: #"{"amount": 1000000000000, "idempotency_key": "k"}"#)
+            #expect(large.status == 409, "\(large.text)")
             let broken = try await service.request("POST", "/v1/users/spender/consumables/coins/consume", json: #"{"amount": 1"#)
             #expect(broken.status == 400)
             #expect(try broken.json()["field"] == nil)

@@ -304,6 +304,44 @@ import Testing
         #expect(!events.isEmpty && events.allSatisfy { $0.type == .nonConsumablePurchase }, "\(events)")
     }
 
+    /// A subscription refunded while a shorter grant of its entitlement runs: the grant holds the entitlement on, and
+    /// the event is the refund of the subscription; Apple's reversal brings it back as a `refund_reversed`. Its end
+    /// coming early while a grant holds on is an expiration.
+    @Test func aPurchaseGivingWayToAGrantIsItsRefundOrItsEnd() {
+        let at = Self.start.addingTimeInterval(86_400)
+        let grant = Grant(id: "g1", userID: "u1", entitlement: "premium", createdAt: Self.start,
+                          expiresAt: Self.start.addingTimeInterval(7 * 86_400), revokedAt: nil, reason: "r")
+        let monthly = Self.subscription("100", month: 0), refunded = Self.subscription("100", month: 0, cancelled: at)
+        let subscribed = Self.state([monthly], grants: [grant], at: at), granted = Self.state([refunded], grants: [grant], at: at)
+        #expect(granted.entitlements["premium"]?.active == true)
+        let refund = DerivedEntitlementEvent.derive(before: subscribed, after: granted,
+                                                    cause: Self.appStore([refunded], new: [], notification: "REFUND"))
+        #expect(refund == DerivedEntitlementEvent(type: .refund, productID: "monthly", transactionID: "100", originalTransactionID: "100",
+                                                  environment: .sandbox))
+        let reversal = DerivedEntitlementEvent.derive(before: granted, after: subscribed,
+                                                      cause: Self.appStore([monthly], new: [], notification: "REFUND_REVERSED"))
+        #expect(reversal?.type == .refundReversed && reversal?.transactionID == "100", "\(String(describing: reversal))")
+        // Cut short by Apple without a refund (an EXPIRED notification, say): the grant holds on; an expiration.
+        var cut = monthly
+        cut.expiresDate = at.addingTimeInterval(-1)
+        let ended = DerivedEntitlementEvent.derive(before: subscribed, after: Self.state([cut], grants: [grant], at: at),
+                                                   cause: Self.appStore([cut], new: [], notification: "EXPIRED"))
+        #expect(ended?.type == .expiration && ended?.productID == "monthly", "\(String(describing: ended))")
+    }
+
+    /// The first of two stacked passes refunded: the entitlement shows the second, shortened; the refund is about the first.
+    @Test func aStackedPassRefundedIsTheRefundOfThatPass() {
+        let at = Self.start.addingTimeInterval(60)
+        let pass = StoreTransaction(transactionID: "2", originalTransactionID: "2", productID: "pass", purchaseDate: Self.start)
+        let pass2 = StoreTransaction(transactionID: "3", originalTransactionID: "3", productID: "pass", purchaseDate: Self.start.addingTimeInterval(30))
+        var refunded = pass
+        refunded.cancellationDate = at
+        let event = DerivedEntitlementEvent.derive(before: Self.state([pass, pass2], at: at), after: Self.state([refunded, pass2], at: at),
+                                                   cause: Self.appStore([refunded], new: [], notification: "REFUND"))
+        #expect(event == DerivedEntitlementEvent(type: .refund, productID: "pass", transactionID: "2", originalTransactionID: "2",
+                                                 environment: .sandbox))
+    }
+
     // MARK: - Other products
 
     @Test func lifetimePassAndConsumablePurchases() {

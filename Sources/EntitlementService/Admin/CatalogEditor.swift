@@ -9,7 +9,9 @@ import Foundation
 /// due, naming the product (``EventStore/markCatalogChanged(_:productID:now:on:)``): the ``ExpirationWorker``, or
 /// the next write to one of them, evaluates them with the new catalog and writes the `catalog_change` event of each
 /// whose entitlements changed. One statement however many owners, so the change holds writers only briefly, and
-/// nothing is lost: the marks commit with the change. This instance's catalog cache is dropped at once after it.
+/// nothing is lost: the marks commit with the change. A consumable's purchases recorded before the catalog had it
+/// (or had it as a consumable) are credited in the same transaction, once each (the ledger's key), and their owners
+/// marked too. This instance's catalog cache is dropped at once after it.
 @Loop
 struct CatalogEditor {
     let db: PostgresPool
@@ -18,6 +20,8 @@ struct CatalogEditor {
     private let owners = OwnerStore()
     private let heads = EventStore()
     private let audit = AuditStore()
+    private let transactions = TransactionStore()
+    private let ledger = LedgerStore()
 
     init(db: PostgresPool, catalog: CatalogCache) {
         self.db = db
@@ -63,7 +67,8 @@ struct CatalogEditor {
                                        before: try before.map { try PostgresJSON(encoding: $0) }, after: try PostgresJSON(encoding: product),
                                        on: connection)
             }
-            if !product.unlocksAlike(before) {
+            let credited = try await creditEarlierPurchases(of: product, on: connection)
+            if !product.unlocksAlike(before) || credited > 0 {
                 let owners = try await owners.owners(ofProduct: product.productID, on: connection)
                 let marked = try await heads.markCatalogChanged(Array(owners), productID: product.productID, now: Date(), on: connection)
                 Log.info("catalog_change_marked", ["product_id": product.productID, "owners": owners.count, "marked": marked])
@@ -72,6 +77,17 @@ struct CatalogEditor {
         }
         catalog.invalidate()
         return created
+    }
+
+    /// Credits the purchases of `product`, when it is a consumable, that no credit was made for (recorded while the
+    /// catalog did not have it as one): owned, not refunded; returns how many.
+    private func creditEarlierPurchases(of product: Product, on connection: PostgresConnection) async throws -> Int {
+        guard product.type == .consumable else { return 0 }
+        let owed = try await transactions.uncredited(ofProduct: product.productID, on: connection)
+        let credits = PurchaseRecorder.consumableCredits(owed.map(\.transaction), catalog: try Catalog(products: [product]))
+        try await ledger.credit(credits, on: connection)
+        if !credits.isEmpty { Log.info("consumable_credits_due", ["product_id": product.productID, "credits": credits.count]) }
+        return credits.count
     }
 }
 

@@ -113,6 +113,9 @@ struct PurchaseRoutes {
         var idempotencyKey: String
         enum CodingKeys: String, CodingKey { case amount, idempotencyKey = "idempotency_key" }
 
+        /// A spend is at most what one purchase may credit (10^12).
+        static let amountRule = "must be an integer from 1 to 1000000000000"
+
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             do {
@@ -120,7 +123,7 @@ struct PurchaseRoutes {
             } catch where !(error is DecodingError) {
                 // Foundation reports a number that is no `Int` (1.5, 2^64) with an error of its own, which would
                 // surface as invalid JSON naming no field.
-                throw DecodingError.dataCorruptedError(forKey: .amount, in: container, debugDescription: "must be an integer from 1 to 1000000000")
+                throw DecodingError.dataCorruptedError(forKey: .amount, in: container, debugDescription: Self.amountRule)
             }
             idempotencyKey = try container.decode(String.self, forKey: .idempotencyKey)
         }
@@ -130,8 +133,8 @@ struct PurchaseRoutes {
         let userID = try context.parameters.require("user_id", as: UserID.self).value
         let currency = try context.parameters.require("currency", as: Currency.self).value
         let body = try request.decodeJSON(ConsumeBody.self)
-        guard (1...1_000_000_000).contains(body.amount) else {
-            throw ProblemError.badRequest("'amount' must be an integer from 1 to 1000000000.", field: "amount")
+        guard (1...ConsumableCredit.maximum).contains(body.amount) else {
+            throw ProblemError.badRequest("'amount' \(ConsumeBody.amountRule).", field: "amount")
         }
         let key = try InputRules.token(body.idempotencyKey, field: "idempotency_key")
         do {

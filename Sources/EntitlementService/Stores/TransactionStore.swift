@@ -88,6 +88,17 @@ struct TransactionStore {
             """, [userID]))
     }
 
+    /// The transactions of `productID` that have an owner, are not refunded and were never credited: consumables
+    /// recorded before the catalog made the product one (their credit is due once it does).
+    func uncredited(ofProduct productID: String, on db: some PostgresQueryable) async throws -> [OwnedTransaction] {
+        try Self.owned(try await db.query("""
+            SELECT \(Self.columns)
+              FROM app_store_transactions t JOIN purchase_owners o USING (original_transaction_id)
+             WHERE t.product_id = $1 AND t.cancellation_date IS NULL
+               AND NOT EXISTS (SELECT 1 FROM consumable_ledger l WHERE l.transaction_id = t.transaction_id AND l.kind = 'credit')
+            """, [productID]))
+    }
+
     /// Decodes the rows of a result selected with `columns`.
     static func owned(_ result: PostgresResult) throws -> [OwnedTransaction] {
         let decoder = try OwnedDecoder(result)
