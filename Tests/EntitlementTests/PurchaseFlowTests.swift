@@ -307,6 +307,33 @@ struct PurchaseFlowTests {
         }
     }
 
+    /// An order's `order_id` fulfils it with a purchase made for it: one given on a repost of a submission still
+    /// pending (Apple down at the first post) counts; a purchase bought before the order was made does not.
+    @Test func anOrderIsFulfilledByAPurchaseMadeForItPostedWithItsID() async throws {
+        try await ServiceHarness.run { service in
+            let create = { (user: String) in
+                try #require(try await service.request("POST", "/v1/orders", json: #"{"user_id": "\#(user)", "product_id": "com.example.lifetime"}"#)
+                    .json()["order_id"] as? String)
+            }
+            let orderID = try await create("reposter")
+            service.appleOutage(true)
+            let purchase = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ord-repost-1", purchased: now) }
+            #expect(try await service.post(purchase, for: "reposter", waitMs: 0).status == 202)
+            let repost = try await service.post(purchase, for: "reposter", waitMs: 0, orderID: orderID)
+            #expect(repost.status == 202)
+            service.appleOutage(false)
+            _ = try await service.awaitResolution(try #require(try repost.json()["verification_id"] as? String))
+            let fulfilled = try await service.request("GET", "/v1/orders/\(orderID)").json()
+            #expect(fulfilled["status"] as? String == "fulfilled" && fulfilled["transaction_id"] as? String == "ord-repost-1", "\(fulfilled)")
+
+            // Bought a day before the order: not the order's purchase.
+            let late = try await create("old-buyer")
+            let old = receipt { $0.addPurchase("com.example.lifetime", transactionID: "ord-old-1", purchased: now.addingTimeInterval(-86_400)) }
+            #expect(try await service.post(old, for: "old-buyer", orderID: late).status == 200)
+            #expect(try await service.request("GET", "/v1/orders/\(late)").json()["status"] as? String == "created")
+        }
+    }
+
     @Test func appleDownMeansPendingThenVerifiedByTheWorker() async throws {
         try await ServiceHarness.run { service in
             service.appleOutage(true)

@@ -108,10 +108,11 @@ struct PurchaseRecorder {
         var context = context
         let effects = try await db.transaction { connection in
             if let claim = context.claim {
-                guard let postedAt = try await submissions.lockForRecording(claim, on: connection) else {
+                guard let submission = try await submissions.lockForRecording(claim, on: connection) else {
                     throw ClaimSuperseded(verificationID: claim.verificationID)
                 }
-                context.postedAt = postedAt
+                context.postedAt = submission.postedAt
+                context.orderID = submission.orderID ?? context.orderID
             }
             let purchases = transactions.map(\.originalTransactionID) + renewals.map(\.originalTransactionID)
             try await owners.lockPurchases(purchases, on: connection)
@@ -247,8 +248,8 @@ struct PurchaseRecorder {
     }
 
     /// Marks orders fulfilled: by the `app_account_token` their purchase carries (its first purchase of the order's
-    /// product), or by the `order_id` the client posted with the receipt (the newest matching transaction not
-    /// carrying another order's token; the user's own token is no order's).
+    /// product), or by the `order_id` the client posted with the receipt (the newest matching transaction bought
+    /// since the order was made and not carrying another order's token; the user's own token is no order's).
     private func fulfilOrders(_ transactions: [StoreTransaction], context: Context, on connection: PostgresConnection) async throws {
         let byToken = Dictionary(grouping: transactions.filter { $0.accountToken != nil }) { $0.accountToken! }
         for (token, bound) in byToken.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
@@ -256,12 +257,18 @@ struct PurchaseRecorder {
             try await orders.fulfil(token: token, candidates: oldestFirst.map { ($0.transactionID, $0.productID) }, on: connection)
         }
         guard let orderID = context.orderID,
-              let productID = try await orders.lockOpen(orderID, userID: context.poster, on: connection) else { return }
+              let open = try await orders.lockOpen(orderID, userID: context.poster, on: connection) else { return }
         let ordersTokens = try await orders.orderTokens(among: Set(byToken.keys), on: connection)
-        guard let match = transactions.filter({ $0.productID == productID && !($0.accountToken.map(ordersTokens.contains) ?? false) })
-            .max(by: { $0.purchaseDate < $1.purchaseDate }) else { return }
+        // Bought for the order: not before it was made (less a minute, for Apple's clock and ours).
+        let since = open.createdAt.addingTimeInterval(-Self.orderClockSkew)
+        guard let match = transactions.filter({
+            $0.productID == open.productID && $0.purchaseDate >= since && !($0.accountToken.map(ordersTokens.contains) ?? false)
+        }).max(by: { $0.purchaseDate < $1.purchaseDate }) else { return }
         try await orders.fulfil(orderID: orderID, transactionID: match.transactionID, on: connection)
     }
+
+    /// How far Apple's clock may be behind ours when a purchase made for an order is dated before the order.
+    static let orderClockSkew: TimeInterval = 60
 
     /// Each auto-renewable subscription's view in this receipt: its latest transaction (by expiry, then
     /// purchase), Apple's renewal info, and when the refresher should look next. Renewal state is not part of a

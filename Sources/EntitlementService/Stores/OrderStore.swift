@@ -39,12 +39,12 @@ struct OrderStore {
             .rows.map { try $0.uuid("app_account_token") })
     }
 
-    /// The product of `userID`'s open order `orderID`, locked until the caller's transaction ends; nil when the
-    /// user has no such open order.
-    func lockOpen(_ orderID: UUID, userID: String, on db: some PostgresQueryable) async throws -> String? {
+    /// The product and creation time of `userID`'s open order `orderID`, locked until the caller's transaction
+    /// ends; nil when the user has no such open order.
+    func lockOpen(_ orderID: UUID, userID: String, on db: some PostgresQueryable) async throws -> (productID: String, createdAt: Date)? {
         try await db.query("""
-            SELECT product_id FROM orders WHERE order_id = $1 AND user_id = $2 AND status = 'created' FOR UPDATE
-            """, [orderID, userID]).rows.first.map { try $0.string("product_id") }
+            SELECT product_id, created_at FROM orders WHERE order_id = $1 AND user_id = $2 AND status = 'created' FOR UPDATE
+            """, [orderID, userID]).rows.first.map { (try $0.string("product_id"), try $0.date("created_at")) }
     }
 
     /// Fulfils open order `orderID` with `transactionID`, unless an order already has it.

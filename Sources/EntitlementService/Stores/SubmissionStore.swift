@@ -11,14 +11,15 @@ struct SubmissionStore {
     private static let claimedColumns = "verification_id, claim_id, user_id, receipt_data, order_id, attempts"
 
     /// Stores a submission, already claimed for `lease` by the caller, or finds the identical one (same user,
-    /// same receipt) still in flight. The claim is returned only when the submission was created.
+    /// same receipt) still in flight, taking this post's `orderID` when it names one (the attempt under way or
+    /// next reads it). The claim is returned only when the submission was created.
     func store(userID: String, receiptData: String, orderID: UUID?, lease: Duration,
                on db: some PostgresQueryable) async throws -> (verificationID: UUID, claim: ClaimedSubmission?) {
         let row = try await db.query("""
             INSERT INTO receipt_submissions (user_id, receipt_data, receipt_sha256, order_id, claimed_until, claim_id, attempts)
             VALUES ($1, $2, sha256(convert_to($2, 'UTF8')), $3, now() + $4, gen_random_uuid(), 1)
             ON CONFLICT (user_id, receipt_sha256) WHERE status IN ('pending', 'failed')
-            DO UPDATE SET updated_at = now(), posted_at = now()
+            DO UPDATE SET updated_at = now(), posted_at = now(), order_id = coalesce(EXCLUDED.order_id, receipt_submissions.order_id)
             RETURNING verification_id, claim_id, (xmax = 0) AS created
             """, [userID, receiptData, orderID, lease]).single()
         let verificationID = try row.uuid("verification_id")
@@ -80,14 +81,15 @@ struct SubmissionStore {
     }
 
     /// Locks the submission for recording Apple's acceptance, in the caller's transaction, and returns when its
-    /// user last posted it (a repost while it was being verified included); nil when `claim` no longer holds it
-    /// (its lease ran out and another attempt claimed it, or that attempt already finished).
-    func lockForRecording(_ claim: SubmissionClaim, on db: some PostgresQueryable) async throws -> Date? {
+    /// user last posted it and the order it names, as they stand (a repost while it was being verified included);
+    /// nil when `claim` no longer holds it (its lease ran out and another attempt claimed it, or that attempt
+    /// already finished).
+    func lockForRecording(_ claim: SubmissionClaim, on db: some PostgresQueryable) async throws -> (postedAt: Date, orderID: UUID?)? {
         try await db.query("""
-            SELECT posted_at FROM receipt_submissions
+            SELECT posted_at, order_id FROM receipt_submissions
              WHERE verification_id = $1 AND claim_id = $2 AND status IN ('pending', 'failed')
                FOR UPDATE
-            """, [claim.verificationID, claim.claimID]).rows.first.map { try $0.date("posted_at") }
+            """, [claim.verificationID, claim.claimID]).rows.first.map { (try $0.date("posted_at"), try $0.optionalUUID("order_id")) }
     }
 
     /// Marks the submission verified, in the transaction that recorded its purchases.
