@@ -126,7 +126,8 @@ import Testing
         #expect(try !keepAlive("GET / HTTP/1.1\r\nConnection: close\r\n\r\n"))
         #expect(try !keepAlive("GET / HTTP/1.0\r\n\r\n"))
         #expect(try keepAlive("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"))
-        #expect(try !keepAlive("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"))
+        // An Upgrade offer is declined by answering in HTTP/1.1, on a connection that goes on.
+        #expect(try keepAlive("GET / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"))
         // RFC 9112 §6.1: Transfer-Encoding in HTTP/1.0 is faulty framing; the connection closes after the request.
         #expect(try !keepAlive("POST / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"))
     }

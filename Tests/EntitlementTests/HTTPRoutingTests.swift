@@ -85,6 +85,13 @@ import Testing
         let wrongType = try await server.request("/consume", method: "POST", body: #"{"amount":"one","idempotency_key":"k"}"#)
         #expect(wrongType.status == 400)
         #expect(try wrongType.json()["field"] as? String == "amount")
+        let null = try await server.request("/consume", method: "POST", body: "null")
+        let nullDetail = try null.json()["detail"] as? String
+        #expect(null.status == 400 && nullDetail == "The request body must be a JSON object.", "\(null.text)")
+        let encoded = try await server.request("/consume", method: "POST", headers: [("Content-Encoding", "gzip")],
+                                               body: #"{"amount":2,"idempotency_key":"k"}"#)
+        let encodedField = try encoded.json()["field"] as? String
+        #expect(encoded.status == 415 && encodedField == "Content-Encoding", "\(encoded.text)")
         let fine = try await server.request("/consume", method: "POST", body: #"{"amount":2,"idempotency_key":"k"}"#)
         #expect(fine.status == 200 && fine.text == #"{"amount":2}"#)
         await server.shutdown()

@@ -68,6 +68,25 @@ import Testing
         await server.shutdown()
     }
 
+    /// An Upgrade offer (h2c, as Java's client makes on its first request; websocket) is declined by answering in
+    /// HTTP/1.1: the connection stays open and the requests behind it, with a body or not, are answered.
+    @Test func anUpgradeOfferIsAnsweredInHTTP1AndTheConnectionGoesOn() async throws {
+        let server = try await HTTPTestServer.start()
+        let port = server.port
+        let (first, second, third) = try await offLoop {
+            let client = try RawHTTPClient(port: port)
+            let offer = [("Connection", "Upgrade, HTTP2-Settings"), ("Upgrade", "h2c"), ("HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA")]
+            try client.send(RawHTTPClient.request("GET", "/healthz", headers: offer)
+                + RawHTTPClient.request("POST", "/echo", headers: [("Connection", "Upgrade"), ("Upgrade", "websocket")], body: "after")
+                + RawHTTPClient.request("GET", "/sequence/3"))
+            return (try client.readResponse(), try client.readResponse(), try client.readResponse())
+        }
+        #expect(first.status == 200 && first.headers["Connection"] == nil)
+        #expect(second.status == 200 && second.text == "after")
+        #expect(third.status == 200 && third.text == "3")
+        await server.shutdown()
+    }
+
     @Test func keepAliveUntilConnectionClose() async throws {
         let server = try await HTTPTestServer.start()
         let port = server.port

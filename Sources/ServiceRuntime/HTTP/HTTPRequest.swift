@@ -69,12 +69,16 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// The body decoded as JSON.
     ///
-    /// Throws a 400 `ProblemError` when the body is empty, not UTF-8, not JSON, gives a name twice in one object,
-    /// or does not fit `T`; the
+    /// Throws a 415 `ProblemError` when the body comes with a `Content-Encoding` (none is decoded), and a 400 one
+    /// when it is empty, not UTF-8, not JSON, gives a name twice in one object, or does not fit `T`; the
     /// detail and the `field` member name the offending field (`items[0].product_id`) when there is one.
     /// Dates are RFC 3339 strings, with or without fractional seconds.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         let body = box.fields.body
+        if let coding = box.fields.headers["Content-Encoding"], coding.lowercased() != "identity" {
+            throw ProblemError(status: 415, detail: "The request body is encoded (Content-Encoding); send it unencoded.",
+                               extra: ["field": .string("Content-Encoding")])
+        }
         guard !body.isEmpty else { throw ProblemError.badRequest("The request body is empty; a JSON document is expected.") }
         guard String(validating: body, as: UTF8.self) != nil else {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")
@@ -97,8 +101,9 @@ public struct HTTPRequest: Sendable, Equatable {
         case .keyNotFound(let key, let context):
             let field = fieldPath(context.codingPath + [key])
             return .badRequest("The field '\(field)' is missing.", field: field)
-        case .valueNotFound(_, let context):
+        case .valueNotFound(let type, let context):
             let field = fieldPath(context.codingPath)
+            guard !field.isEmpty else { return .badRequest("The request body must be a JSON \(typeName(type)).") }
             return .badRequest("The field '\(field)' must not be null.", field: field)
         case .typeMismatch(let type, let context):
             let field = fieldPath(context.codingPath)

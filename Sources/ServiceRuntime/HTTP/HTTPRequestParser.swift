@@ -221,6 +221,9 @@ final class HTTPRequestParser {
             failure = .malformed("invalid percent-encoding in the query")
             return -1
         }
+        // An Upgrade offer (h2c, websocket) is declined by answering in HTTP/1.1 (RFC 9110 §7.8), on a connection that
+        // stays open: without this http-parser would stop reading the connection after this request.
+        if parser.pointee.method != HTTP_CONNECT.rawValue { parser.pointee.upgrade = 0 }
         let version = HTTPVersion(major: Int(parser.pointee.http_major), minor: Int(parser.pointee.http_minor))
         let flags = parser.pointee.flags
         let request = HTTPRequest(
