@@ -76,11 +76,17 @@ extension DerivedEntitlementEvent {
                 return DerivedEntitlementEvent(type: change.type, purchase: change.purchase, report: report)
             }
             if var consumable = Self.consumableChange(before: before, after: after) {
-                if consumable == .consumablePurchase, meaning == .refundReversed {
-                    consumable = .refundReversed  // a refund's debit credited back
+                // A refund's debit credited back, with nothing bought: told by Apple's notification, or seen in the
+                // ledger's reversal when a refresh or a receipt shows the refund gone.
+                let consumables = report.transactions.filter { report.productTypes[$0.transaction.productID] == .consumable }
+                let boughtNow = consumables.filter { report.newTransactionIDs.contains($0.transaction.transactionID) }
+                let reversed = consumables.filter { report.reversedTransactionIDs.contains($0.transaction.transactionID) }
+                if consumable == .consumablePurchase, meaning == .refundReversed || (!reversed.isEmpty && boughtNow.isEmpty) {
+                    consumable = .refundReversed
                 }
-                let bought = report.transactions
-                    .filter { report.productTypes[$0.transaction.productID] == .consumable }
+                // About the purchase the change is of: the one reversed, else one bought now, else the newest recorded.
+                let named = consumable == .refundReversed && !reversed.isEmpty ? reversed : boughtNow.isEmpty ? consumables : boughtNow
+                let bought = named
                     .max { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) }
                 return DerivedEntitlementEvent(
                     type: consumable, productID: bought?.transaction.productID, transactionID: bought?.transaction.transactionID,

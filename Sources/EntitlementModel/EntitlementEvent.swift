@@ -54,6 +54,9 @@ public struct AppStoreReport: Sendable, Hashable {
     public var transactions: [OwnedTransaction]
     /// Ids of the transactions this recording stored for the first time.
     public var newTransactionIDs: Set<String>
+    /// Ids of the consumable transactions whose refund this recording credited back (Apple reversed it), however
+    /// Apple told it (a notification, a status refresh, a receipt).
+    public var reversedTransactionIDs: Set<String>
     /// The App Store Server Notification's `notificationType` and `subtype`, when the report is one.
     public var notificationType: String?
     /// The V2 `subtype` (`AUTO_RENEW_DISABLED`, `RESUBSCRIBE`…); nil when the notification has none or the report is
@@ -64,10 +67,11 @@ public struct AppStoreReport: Sendable, Hashable {
 
     /// A report of these transactions; leave the notification fields nil for a receipt, a signed transaction or a
     /// status refresh.
-    public init(transactions: [OwnedTransaction], newTransactionIDs: Set<String>, notificationType: String? = nil,
-                subtype: String? = nil, productTypes: [String: ProductType] = [:]) {
+    public init(transactions: [OwnedTransaction], newTransactionIDs: Set<String>, reversedTransactionIDs: Set<String> = [],
+                notificationType: String? = nil, subtype: String? = nil, productTypes: [String: ProductType] = [:]) {
         self.transactions = transactions
         self.newTransactionIDs = newTransactionIDs
+        self.reversedTransactionIDs = reversedTransactionIDs
         self.notificationType = notificationType
         self.subtype = subtype
         self.productTypes = productTypes

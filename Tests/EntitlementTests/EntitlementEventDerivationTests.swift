@@ -23,10 +23,10 @@ import Testing
         return EntitlementState(entitlements: report.entitlements, consumables: consumables)
     }
 
-    private static func appStore(_ transactions: [StoreTransaction], new: [StoreTransaction]? = nil,
+    private static func appStore(_ transactions: [StoreTransaction], new: [StoreTransaction]? = nil, reversed: Set<String> = [],
                                  notification: String? = nil, subtype: String? = nil) -> EntitlementChangeCause {
         .appStore(AppStoreReport(transactions: transactions.map { OwnedTransaction($0, environment: .sandbox) }, newTransactionIDs: Set((new ?? transactions).map(\.transactionID)),
-                                 notificationType: notification, subtype: subtype,
+                                 reversedTransactionIDs: reversed, notificationType: notification, subtype: subtype,
                                  productTypes: Dictionary(uniqueKeysWithValues: catalog.products.map { ($0.productID, $0.type) })))
     }
 
@@ -370,6 +370,15 @@ import Testing
                                            environment: .sandbox))
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins], new: [], notification: "REFUND"))?.type == .refund)
+        // A reversal seen without Apple's notification (a status refresh shows the refund gone): the ledger's reversal names it.
+        let older = StoreTransaction(transactionID: "5", originalTransactionID: "5", productID: "coins", purchaseDate: Self.start.addingTimeInterval(-60))
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 0]), after: EntitlementState(consumables: ["coins": 100]),
+                                               cause: Self.appStore([coins, older], new: [], reversed: ["5"]))
+                == DerivedEntitlementEvent(type: .refundReversed, productID: "coins", transactionID: "5", originalTransactionID: "5",
+                                           environment: .sandbox))
+        // Several consumables recorded at once, one of them new: the event names the new one, not a newer one recorded before.
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 100]), after: EntitlementState(consumables: ["coins": 200]),
+                                               cause: Self.appStore([coins, older], new: [older]))?.transactionID == "5")
         // Apple's refund arrived before anyone owned the purchase: credited and debited at once, the balance first shown at zero.
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: EntitlementState(consumables: ["coins": 0]),
                                                cause: Self.appStore([coins]))

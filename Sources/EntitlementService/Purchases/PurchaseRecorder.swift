@@ -21,12 +21,15 @@ struct RecordingEffects: Sendable {
     var transactions: [OwnedTransaction]
     /// Those stored for the first time.
     var newTransactionIDs: Set<String> = []
+    /// Consumables whose refund this recording credited back (Apple reversed it).
+    var reversedTransactionIDs: Set<String> = []
     /// Purchases moved between users, in purchase order.
     var transfers: [(from: String, to: String)] = []
 
     mutating func add(_ other: RecordingEffects) {
         transactions += other.transactions
         newTransactionIDs.formUnion(other.newTransactionIDs)
+        reversedTransactionIDs.formUnion(other.reversedTransactionIDs)
         transfers += other.transfers
     }
 }
@@ -153,7 +156,7 @@ struct PurchaseRecorder {
         let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
         try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
         try await ledger.credit(credits, on: connection)
-        try await ledger.settleRefunds(credits.map(\.transactionID), on: connection)
+        effects.reversedTransactionIDs = try await ledger.settleRefunds(credits.map(\.transactionID), on: connection)
         try await fulfilOrders(transactions, context: context, on: connection)
         for id in claimed {
             effects.add(try await applyParked(of: id, catalog: catalog, on: connection))
@@ -180,7 +183,7 @@ struct PurchaseRecorder {
         // The users are evaluated at `watch.now`: a transaction bought after it (a renewal recorded ahead) is not the
         // one an event of now names; its own event comes when its period starts.
         let report = AppStoreReport(transactions: effects.transactions.filter { $0.transaction.purchaseDate <= watch.now },
-                                    newTransactionIDs: effects.newTransactionIDs,
+                                    newTransactionIDs: effects.newTransactionIDs, reversedTransactionIDs: effects.reversedTransactionIDs,
                                     notificationType: notification?.type, subtype: notification?.subtype,
                                     productTypes: watch.catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
         try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in

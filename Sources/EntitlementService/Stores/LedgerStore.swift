@@ -54,10 +54,12 @@ struct LedgerStore {
     /// credited back (`refund_reversal`, Apple reversed the refund). Each refund and each reversal of a transaction
     /// is numbered (`cycle`, the reversals before it plus one) and written once per number (a unique key), so a
     /// refund → reversal → refund is debited twice and credited back once, while a statement seen again, or two
-    /// recordings racing, write nothing more. Balance rows move with their entries.
-    func settleRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws {
-        guard !transactionIDs.isEmpty else { return }
-        _ = try await db.query("""
+    /// recordings racing, write nothing more. Balance rows move with their entries. Returns the transactions whose
+    /// refund this credited back.
+    @discardableResult
+    func settleRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws -> Set<String> {
+        guard !transactionIDs.isEmpty else { return [] }
+        return Set(try await db.query("""
             WITH entry AS (
                     INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id, cycle)
                     SELECT c.user_id, c.currency, CASE WHEN refunded THEN -c.amount ELSE c.amount END,
@@ -72,11 +74,12 @@ struct LedgerStore {
                      WHERE c.transaction_id = ANY($1) AND c.kind = 'credit'
                        AND n.refunds - n.reversals = CASE WHEN refunded THEN 0 ELSE 1 END
                     ON CONFLICT (transaction_id, kind, cycle) WHERE transaction_id IS NOT NULL DO NOTHING
-                    RETURNING user_id, currency, amount),
-                 total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency)
-            UPDATE consumable_balances b SET balance = b.balance + total.amount
-              FROM total WHERE b.user_id = total.user_id AND b.currency = total.currency
-            """, [transactionIDs])
+                    RETURNING user_id, currency, amount, transaction_id, kind),
+                 total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency),
+                 moved AS (UPDATE consumable_balances b SET balance = b.balance + total.amount
+                             FROM total WHERE b.user_id = total.user_id AND b.currency = total.currency)
+            SELECT DISTINCT transaction_id FROM entry WHERE kind = 'refund_reversal'
+            """, [transactionIDs]).rows.map { try $0.string("transaction_id") })
     }
 
     /// Spends `amount` of `currency` in the caller's transaction (whose connection is `db`); the same key again
