@@ -266,6 +266,17 @@ struct StoreKitTransactionTests {
         }
     }
 
+    /// A subscription stated by a signed transaction alone is due for Apple's status at once, unless it is an Xcode
+    /// (or LocalTesting) one, which no App Store knows: never due, so no refresh asks about it.
+    @Test func anXcodeSubscriptionIsNeverDueForARefresh() {
+        let states = PurchaseRecorder.subscriptionStates(["800", "Xcode:800"].map {
+            StoreTransaction(transactionID: $0, originalTransactionID: $0, productID: "com.example.premium.monthly",
+                             purchaseDate: now.addingTimeInterval(-60), expiresDate: now.addingTimeInterval(86_400))
+        }, renewals: [:], fromReceipt: false, now: now)
+        let due = Dictionary(uniqueKeysWithValues: states.map { ($0.originalTransactionID, $0.nextRefreshAt) })
+        #expect(due["800"] == .some(now) && due["Xcode:800"] == .some(nil), "\(due)")
+    }
+
     @Test func withAServerAPIKeyTheSubscriptionsStatusIsFetchedAtOnce() async throws {
         try await ServiceHarness.run(serverAPI: true) { service in
             let bought = try await service.fakeBuy(["product_id": "com.example.premium.monthly", "type": "auto_renewable", "environment": "Production"])

@@ -59,7 +59,9 @@ struct AppleAccountSync {
     func refresh(userID: String, waitMs: Int) async throws -> Int {
         let deadline = ContinuousClock.now + .milliseconds(waitMs)
         var purchases: [String: StoreEnvironment] = [:]
-        for owned in try await TransactionStore().list(ownedBy: userID, on: db) where purchases[owned.transaction.originalTransactionID] == nil {
+        // Xcode and LocalTesting purchases are left out: no App Store knows them.
+        for owned in try await TransactionStore().list(ownedBy: userID, on: db)
+        where purchases[owned.transaction.originalTransactionID] == nil && SignedDataEnvironment.isAppStoreID(owned.transaction.originalTransactionID) {
             purchases[owned.transaction.originalTransactionID] = owned.environment
         }
         var read: [StoreEnvironment: (transactions: [String: StoreTransaction], renewals: [RenewalInfo])] = [:]

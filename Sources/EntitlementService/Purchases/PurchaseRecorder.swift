@@ -1,3 +1,4 @@
+import AppStore
 import ServiceRuntime
 import EntitlementModel
 import Foundation
@@ -277,12 +278,13 @@ struct PurchaseRecorder {
     /// purchase), Apple's renewal info, and when the refresher should look next. Renewal state is not part of a
     /// signed transaction: a subscription stated without renewal info and without a receipt is due at once, so the
     /// renewal refresher asks Apple for its status (Get All Subscription Statuses, with an App Store Server API key).
+    /// An Xcode or LocalTesting subscription is never due: no App Store knows it.
     static func subscriptionStates(_ transactions: [StoreTransaction], renewals: [String: RenewalInfo], fromReceipt: Bool,
                                    now: Date) -> [SubscriptionState] {
         Dictionary(grouping: transactions.filter { $0.expiresDate != nil }, by: \.originalTransactionID).compactMap { id, chain in
             guard let latest = chain.max(by: { ($0.expiresDate!, $0.purchaseDate) < ($1.expiresDate!, $1.purchaseDate) }) else { return nil }
             let renewal = renewals[id]
-            let next = renewal == nil && !fromReceipt ? now : RefreshSchedule.next(
+            let next = !SignedDataEnvironment.isAppStoreID(id) ? nil : renewal == nil && !fromReceipt ? now : RefreshSchedule.next(
                 expiresAt: latest.expiresDate, willRenew: renewal?.willRenew ?? false,
                 inBillingRetry: renewal?.isInBillingRetryPeriod ?? false,
                 gracePeriodExpiresAt: renewal?.gracePeriodExpiresDate, now: now)

@@ -71,6 +71,11 @@ enum RenewalRefresher {
         let id = due.originalTransactionID
         guard let owner = due.owner else { return false }
         do {
+            guard SignedDataEnvironment.isAppStoreID(id) else {
+                // An Xcode or LocalTesting subscription (scheduled before such were left out): no App Store knows it.
+                try await SubscriptionStore().stopRefreshing(id, on: service.db)
+                return false
+            }
             let result = await serverAPI.subscriptionStatuses(id, firstEnvironment: due.environment)
             switch result {
             case .answered(let statuses, let environment):

@@ -12,6 +12,10 @@ extension SignedDataEnvironment {
     /// App Store signed.
     func recordedID(_ id: String) -> String { isAppStoreSigned ? id : rawValue + ":" + id }
 
+    /// Whether recorded id `id` is one the App Store gave, which its Server API can be asked about: not an Xcode or
+    /// LocalTesting one (``recordedID(_:)``), which no App Store knows.
+    static func isAppStoreID(_ id: String) -> Bool { !id.contains(":") }
+
     /// `transaction` with its ids as recorded (``recordedID(_:)``).
     func recorded(_ transaction: StoreTransaction) -> StoreTransaction {
         var recorded = transaction
