@@ -54,6 +54,9 @@ extension AdminTests {
                 #expect(try await service.call("GET", "/v1/admin/audit?limit=5&limit=6", key: .app).status == 403)
                 let twice = try await service.call("GET", "/v1/admin/audit?limit=5&limit=6", key: .admin)
                 #expect(twice.status == 400 && twice.object["field"] as? String == "limit", "\(twice)")
+                // So is a value that does not decode, named, on the app's routes too (not a fault of the HTTP message).
+                let malformed = try await service.call("GET", "/v1/users/u1/entitlements?at=%zz", key: .app)
+                #expect(malformed.status == 400 && malformed.field == "at", "\(malformed)")
                 // The refused requests changed nothing: one grant made and revoked once, one more grant, one product.
                 let actions = try await service.sql("SELECT action, actor FROM audit_events ORDER BY event_id")
                 #expect(try actions.map { try $0.string("action") } == ["grant.create", "grant.create", "grant.revoke", "product.put"])

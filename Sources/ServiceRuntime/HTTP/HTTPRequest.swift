@@ -19,8 +19,8 @@ public struct HTTPRequest: Sendable, Equatable {
         public var query: [String: String]
         /// The query exactly as sent, without the `?`; empty when there was none.
         public var rawQuery: String
-        /// The first query name given twice (`?a=1&a=2`), decoded; nil when each is given once.
-        public var repeatedQueryName: String?
+        /// The query's first problem (a name given twice, a malformed escape); nil when it has none.
+        public var queryProblem: HTTPQueryProblem?
         /// The header fields as received, in order; names compare case-insensitively.
         public var headers: HTTPHeaders
         /// The whole body, de-chunked, at most `maxBodyBytes`; empty when none was sent.
@@ -49,11 +49,11 @@ public struct HTTPRequest: Sendable, Equatable {
 
     /// A request with these fields, nothing validated or derived (`query` is not parsed from `rawQuery`).
     public init(
-        method: String, path: String, query: [String: String] = [:], rawQuery: String = "", repeatedQueryName: String? = nil,
+        method: String, path: String, query: [String: String] = [:], rawQuery: String = "", queryProblem: HTTPQueryProblem? = nil,
         headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = [], requestID: String
     ) {
         box = Box(Fields(
-            method: method, path: path, query: query, rawQuery: rawQuery, repeatedQueryName: repeatedQueryName, headers: headers,
+            method: method, path: path, query: query, rawQuery: rawQuery, queryProblem: queryProblem, headers: headers,
             body: body, requestID: requestID))
     }
 

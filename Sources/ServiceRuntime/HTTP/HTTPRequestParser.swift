@@ -217,17 +217,14 @@ final class HTTPRequestParser {
             failure = .malformed("invalid request target")
             return -1
         }
-        guard let query = PercentDecoding.decodeQuery(target.query) else {
-            failure = .malformed("invalid percent-encoding in the query")
-            return -1
-        }
+        let query = PercentDecoding.decodeQuery(target.query)
         // An Upgrade offer (h2c, websocket) is declined by answering in HTTP/1.1 (RFC 9110 §7.8), on a connection that
         // stays open: without this http-parser would stop reading the connection after this request.
         if parser.pointee.method != HTTP_CONNECT.rawValue { parser.pointee.upgrade = 0 }
         let version = HTTPVersion(major: Int(parser.pointee.http_major), minor: Int(parser.pointee.http_minor))
         let flags = parser.pointee.flags
         let request = HTTPRequest(
-            method: method ?? "GET", path: target.path, query: query.values, rawQuery: target.query, repeatedQueryName: query.repeatedName,
+            method: method ?? "GET", path: target.path, query: query.values, rawQuery: target.query, queryProblem: query.problem,
             headers: headers, requestID: requestID!)
         let head = HTTPRequestHead(
             request: request,

@@ -22,13 +22,14 @@ enum PercentDecoding {
         return String(validating: bytes, as: UTF8.self)
     }
 
-    /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs, the last of repeated names winning, and the first
-    /// name given twice (decoded: `%61` is `a`). Returns nil when a name or value is malformed.
+    /// Splits a raw query (`a=1&b=x%20y`) into decoded pairs, the last of repeated names winning, and its first
+    /// problem: a name given twice (decoded: `%61` is `a`), or a pair whose name or value is malformed (left out;
+    /// named as decoded, or as sent when the name itself is malformed).
     /// Splits on the bytes `&` and `=` (ASCII, so every split falls between characters) rather than on
     /// `Character`s, which would break the text into grapheme clusters first.
-    static func decodeQuery(_ raw: String) -> (values: [String: String], repeatedName: String?)? {
+    static func decodeQuery(_ raw: String) -> (values: [String: String], problem: HTTPQueryProblem?) {
         var result: [String: String] = [:]
-        var repeated: String?
+        var problem: HTTPQueryProblem?
         let utf8 = raw.utf8
         var start = utf8.startIndex
         while start < utf8.endIndex {
@@ -36,14 +37,17 @@ enum PercentDecoding {
             if start < end {
                 let pair = raw[start..<end]
                 let equals = pair.utf8.firstIndex(of: UInt8(ascii: "="))
-                guard let name = decode(pair[..<(equals ?? pair.endIndex)]),
-                      let value = equals.map({ decode(pair[pair.utf8.index(after: $0)...]) }) ?? ""
-                else { return nil }
-                if result.updateValue(value, forKey: name) != nil, repeated == nil { repeated = name }
+                let rawName = pair[..<(equals ?? pair.endIndex)]
+                let name = decode(rawName)
+                if let name, let value = equals.map({ decode(pair[pair.utf8.index(after: $0)...]) }) ?? "" {
+                    if result.updateValue(value, forKey: name) != nil, problem == nil { problem = .repeated(name: name) }
+                } else if problem == nil {
+                    problem = .malformed(name: name ?? String(rawName))
+                }
             }
             start = end < utf8.endIndex ? utf8.index(after: end) : end
         }
-        return (result, repeated)
+        return (result, problem)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {
