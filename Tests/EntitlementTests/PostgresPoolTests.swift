@@ -33,6 +33,8 @@ import Testing
         let pool = try makePool(size: 1)
         try await pool.ping(timeoutMs: 2_000)
         let release = await holdTheOnlyConnection(of: pool)
+        // The last answer (the ping's own connection, back just now) must be older than the ping's time.
+        try await Task.sleep(for: .milliseconds(150))
         await #expect {
             try await pool.ping(timeoutMs: 100)
         } throws: { error in
@@ -41,6 +43,43 @@ import Testing
         try await release()
         try await pool.ping(timeoutMs: 2_000)
         await pool.close()
+    }
+
+    /// A pool whose every connection is lent out, one of them back within the ping's time, answers the ping at once:
+    /// busy is not silent, and the ping does not queue behind the requests keeping it busy.
+    @Test @Loop func aBusyPoolThatAnsweredLatelyPingsAtOnce() async throws {
+        let pool = try makePool(size: 1)
+        _ = try await pool.query("SELECT 1")
+        let release = await holdTheOnlyConnection(of: pool)
+        let started = ContinuousClock.now
+        try await pool.ping(timeoutMs: 5_000)
+        #expect(ContinuousClock.now - started < .seconds(1) && pool.inUse == 1)
+        try await release()
+        await pool.close()
+    }
+
+    /// The server refusing one more connection (a role's connection limit here, its max_connections in production)
+    /// while others of the pool are open is no outage: the caller waits for one of them.
+    @Test @Loop func aConnectionTheServerRefusesWhileOthersAreOpenIsWaitedFor() async throws {
+        let role = "limited_" + String(randomToken().prefix(8)).lowercased()
+        let admin = try await PostgresConnection.connect(try TestDatabase.url())
+        defer { admin.close() }
+        _ = try await admin.query("CREATE ROLE \(role) LOGIN CONNECTION LIMIT 1")
+        do {
+            let url = try TestDatabase.url() + (try TestDatabase.url().contains("?") ? "&" : "?") + "user=\(role)"
+            let pool = PostgresPool(conninfo: url, size: 2)
+            let release = await holdTheOnlyConnection(of: pool)
+            let second = Task { @Loop in try await pool.query("SELECT 2 AS two").rows[0].int("two") }
+            // Refused (the role's one connection is the pool's other), it waits: it must not have its own.
+            #expect(try await eventually(timeout: 10, everyMs: 5) { pool.waiting == 1 && pool.inUse == 1 })
+            try await release()
+            #expect(try await second.value == 2)
+            await pool.close()
+        } catch {
+            _ = try? await admin.query("DROP ROLE \(role)")
+            throw error
+        }
+        _ = try await admin.query("DROP ROLE \(role)")
     }
 
     /// Records what callers saw of the pool while they ran.

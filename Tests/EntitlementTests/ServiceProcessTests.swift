@@ -26,7 +26,7 @@ struct ServiceProcessTests {
         return try await RawHTTPClient.exchange(port: port, text, timeout: 30)
     }
 
-    @Test func sigtermFinishesInFlightRequestsAndExitsZero() async throws {
+    @Test func sighupIsIgnoredAndSigtermFinishesInFlightRequestsAndExitsZero() async throws {
         let setup = try await setUp(latencyMs: 1_500)
         let (fake, environment) = (setup.fake, setup.environment)
         let service = try await offLoop { try ServiceProcess(environment: environment) }
@@ -37,6 +37,8 @@ struct ServiceProcessTests {
         // The request is in flight once the fake has seen it.
         let deadline = RawHTTPClient.now() + 10
         while fake.state.received.isEmpty && RawHTTPClient.now() < deadline { await LoopTimer.sleep(milliseconds: 10) }
+        // SIGHUP first: ignored (its default would kill the process and the request with it).
+        service.signal(SIGHUP)
         let signalled = RawHTTPClient.now()
         service.signal(SIGTERM)
         let answer = try await inFlight.value
@@ -44,7 +46,7 @@ struct ServiceProcessTests {
         let status = try await offLoop { service.waitForExit(timeout: 10) }
         #expect(status == 0, "\(service.log)")
         #expect(RawHTTPClient.now() - signalled < 10)
-        #expect(service.log.contains("event=stopped"))
+        #expect(service.log.contains("event=signal_ignored") && service.log.contains("event=stopped"))
         await setup.tearDown()
     }
 

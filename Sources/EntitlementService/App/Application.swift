@@ -161,8 +161,13 @@ final class Application {
     }
 
     /// Runs until SIGTERM or SIGINT, then shuts down gracefully. `received` sees the signal first (the
-    /// first process passes it on to its copies there, before draining).
+    /// first process passes it on to its copies there, before draining). SIGHUP (a closed terminal, or an operator
+    /// expecting a reload) is logged and ignored: there is nothing to reload, and its default would kill the process
+    /// with requests in flight.
     func runUntilSignalled(_ received: @escaping @Loop (Int32) -> Void = { _ in }) async {
+        signals.append(SignalWatcher(signal: SIGHUP) { number in
+            Log.info("signal_ignored", ["signal": number, "pid": getpid()])
+        })
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             var resumed = false
             for signal in [SIGTERM, SIGINT] {

@@ -34,6 +34,8 @@ public final class PostgresPool {
     private var lastWaiterID = 0
     private var closed = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
+    /// When a lent connection last came back usable: the server answered then.
+    private var lastAnswer: ContinuousClock.Instant?
 
     /// Connections currently lent out.
     public private(set) var inUse = 0
@@ -114,8 +116,11 @@ public final class PostgresPool {
 
     /// One round trip on a free connection, connection included, within `timeoutMs`: whether the server answers
     /// (readiness checks). A server that answers nothing fails the ping at `timeoutMs`; the round trip itself
-    /// goes on until the connection's answer timeout gives it up.
+    /// goes on until the connection's answer timeout gives it up. With every connection lent out, a connection
+    /// that came back within `timeoutMs` is the answer: a busy pool is no silent server, and the ping does not
+    /// queue behind the requests keeping it busy.
     public func ping(timeoutMs: UInt64 = 3_000) async throws {
+        if idle.isEmpty, open == size, let lastAnswer, ContinuousClock.now - lastAnswer < .milliseconds(timeoutMs) { return }
         let answer = await LoopTimer.value(of: { () async -> Result<Void, any Error> in
             do {
                 _ = try await self.query("SELECT 1", [])
@@ -174,12 +179,14 @@ public final class PostgresPool {
 
     /// A connection for the caller; a queued `read` may instead be answered by another caller's round trip.
     private func acquire(read: QueuedRead?) async throws -> Lent {
+        // The server refused this caller a new connection while others of ours are open: it waits for one of them.
+        var refused = false
         while true {
             guard !closed else { throw PostgresError(kind: .connection, message: "the connection pool is closed") }
             let grant: Grant
             if let connection = takeIdle() {
                 grant = .connection(connection)
-            } else if open < size {
+            } else if open < size && !refused {
                 open += 1
                 grant = .slot
             } else {
@@ -204,7 +211,11 @@ public final class PostgresPool {
                 } catch {
                     open -= 1
                     slotFreed()
-                    throw error
+                    // Others are open, lent out: the server is up and refused one more (its max_connections, say).
+                    // Wait for one of them, as when the pool is full; the acquire timeout still bounds the wait.
+                    guard open > 0 else { throw error }
+                    Log.warning("postgres_connect_refused", ["open": open, "error": String(describing: error)])
+                    refused = true
                 }
             }
         }
@@ -253,6 +264,7 @@ public final class PostgresPool {
     private func release(_ connection: PostgresConnection, broken: Bool) {
         inUse -= 1
         connection.answerTimeoutMs = answerTimeoutMs
+        if !broken && connection.isUsable { lastAnswer = .now }
         guard !closed, !broken, connection.isUsable, connection.transactionStatus == .idle else {
             if connection.transactionStatus == .inTransaction || connection.transactionStatus == .failed {
                 Log.warning("postgres_pool_discarded_open_transaction", ["backend_pid": connection.backendPID])
