@@ -41,10 +41,13 @@ extension DerivedEntitlementEvent {
             return DerivedEntitlementEvent(type: .consumableSpent)
         case .catalogChanged(let productID):
             return DerivedEntitlementEvent(type: .catalogChange, productID: productID)
-        case .transferredIn(_, let report), .transferredOut(_, let report):
-            var event = DerivedEntitlementEvent(type: .transfer, purchase: Self.movedPurchase(before: before, after: after), report: report)
-            if case .transferredIn(let from, _) = cause { event.transferredFrom = from }
-            if case .transferredOut(let to, _) = cause { event.transferredTo = to }
+        case .transferredIn(let users, let report), .transferredOut(let users, let report):
+            // About a purchase that moved, with the user it moved from (or to): purchases from several users in one
+            // recording each have their own.
+            let moved = Self.movedPurchase(before: before, after: after, among: Set(users.keys))
+            var event = DerivedEntitlementEvent(type: .transfer, purchase: moved, report: report)
+            let counterpart = moved.flatMap { users[$0.originalTransactionID] } ?? users.values.min()
+            if case .transferredIn = cause { event.transferredFrom = counterpart } else { event.transferredTo = counterpart }
             return event
         case .timePassed(let transactions):
             // An end passing is an expiration, whatever else changed at that instant; with no end, time brought in
@@ -122,10 +125,13 @@ extension DerivedEntitlementEvent {
                                        originalTransactionID: taken.transaction.originalTransactionID, environment: taken.environment)
     }
 
-    /// The App Store purchase a transfer is about: that of the most significant entitlement change it made (one of
-    /// them when several purchases moved at once); nil when only balances or grants changed.
-    private static func movedPurchase(before: EntitlementState, after: EntitlementState) -> AppStorePurchase? {
-        changes(before: before, after: after).filter { $0.purchase != nil }.min { $0.rank < $1.rank }?.purchase
+    /// The App Store purchase a transfer is about: that of the most significant entitlement change it made, one of
+    /// the purchases that moved (`moved`, original transaction ids) where one changed something, else any; nil when
+    /// only balances or grants changed.
+    private static func movedPurchase(before: EntitlementState, after: EntitlementState, among moved: Set<String>) -> AppStorePurchase? {
+        let changed = changes(before: before, after: after).filter { $0.purchase != nil }
+        let ofMoved = changed.filter { moved.contains($0.purchase!.originalTransactionID) }
+        return (ofMoved.isEmpty ? changed : ofMoved).min { $0.rank < $1.rank }?.purchase
     }
 
     /// The type an App Store Server Notification (V2 `notificationType` and `subtype`, or a V1

@@ -82,10 +82,12 @@ public struct AppStoreReport: Sendable, Hashable {
 public enum EntitlementChangeCause: Sendable, Hashable {
     /// Apple's data was recorded for this user.
     case appStore(AppStoreReport)
-    /// Purchases moved to this user from another, by the recording `report` describes.
-    case transferredIn(from: String, report: AppStoreReport)
-    /// Purchases moved from this user to another, by the recording `report` describes.
-    case transferredOut(to: String, report: AppStoreReport)
+    /// Purchases moved to this user, each (by original transaction id) from the user named, by the recording
+    /// `report` describes.
+    case transferredIn(from: [String: String], report: AppStoreReport)
+    /// Purchases moved from this user, each (by original transaction id) to the user named, by the recording
+    /// `report` describes.
+    case transferredOut(to: [String: String], report: AppStoreReport)
     case grant(id: String)
     case grantRevoked(id: String)
     case consumableSpent(currency: String)

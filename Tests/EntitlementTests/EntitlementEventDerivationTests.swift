@@ -478,10 +478,18 @@ import Testing
                                                environment: .sandbox)
         var gained = expected
         gained.transferredFrom = "u0"
-        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: owned, cause: .transferredIn(from: "u0", report: report)) == gained)
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: owned, cause: .transferredIn(from: ["7": "u0"], report: report)) == gained)
         var lost = expected
         lost.transferredTo = "u2"
-        #expect(DerivedEntitlementEvent.derive(before: owned, after: EntitlementState(), cause: .transferredOut(to: "u2", report: report)) == lost)
+        #expect(DerivedEntitlementEvent.derive(before: owned, after: EntitlementState(), cause: .transferredOut(to: ["7": "u2"], report: report)) == lost)
+        // Purchases from two users at once: the event names one of them with the user it came from, never another's.
+        let pass = StoreTransaction(transactionID: "8", originalTransactionID: "8", productID: "pass", purchaseDate: Self.start)
+        let both = Self.state([bought, pass], at: Self.start.addingTimeInterval(60))
+        for (lifetimeFrom, passFrom) in [("ra", "rb"), ("rb", "ra")] {
+            let event = DerivedEntitlementEvent.derive(before: EntitlementState(), after: both,
+                                                       cause: .transferredIn(from: ["7": lifetimeFrom, "8": passFrom], report: report))
+            #expect(event?.transferredFrom == (event?.originalTransactionID == "7" ? lifetimeFrom : passFrom), "\(String(describing: event))")
+        }
     }
 
     @Test func causesThatNameThemselves() {
@@ -491,9 +499,9 @@ import Testing
         #expect(DerivedEntitlementEvent.derive(before: EntitlementState(consumables: ["coins": 5]), after: EntitlementState(consumables: ["coins": 4]),
                                                cause: .consumableSpent(currency: "coins"))?.type == .consumableSpent)
         let nothing = AppStoreReport(transactions: [], newTransactionIDs: [])
-        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .transferredIn(from: "u0", report: nothing))
+        #expect(DerivedEntitlementEvent.derive(before: EntitlementState(), after: granted, cause: .transferredIn(from: ["1": "u0"], report: nothing))
                 == DerivedEntitlementEvent(type: .transfer, transferredFrom: "u0"))
-        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .transferredOut(to: "u2", report: nothing))
+        #expect(DerivedEntitlementEvent.derive(before: granted, after: EntitlementState(), cause: .transferredOut(to: ["1": "u2"], report: nothing))
                 == DerivedEntitlementEvent(type: .transfer, transferredTo: "u2"))
         #expect(DerivedEntitlementEvent.derive(before: granted, after: granted, cause: .grant(id: "g")) == nil)
     }

@@ -25,7 +25,7 @@ struct RecordingEffects: Sendable {
     /// Consumables whose refund this recording credited back (Apple reversed it).
     var reversedTransactionIDs: Set<String> = []
     /// Purchases moved between users, in purchase order.
-    var transfers: [(from: String, to: String)] = []
+    var transfers: [(from: String, to: String, originalTransactionID: String)] = []
 
     mutating func add(_ other: RecordingEffects) {
         transactions += other.transactions
@@ -188,10 +188,16 @@ struct PurchaseRecorder {
                                     notificationType: notification?.type, subtype: notification?.subtype,
                                     productTypes: watch.catalog.products.reduce(into: [:]) { $0[$1.productID] = $1.type })
         try await events.finish(watch, affected: Set(ownersNow.values).union(effects.transfers.map(\.from)), cause: { user in
-            if let moved = effects.transfers.first(where: { $0.to == user }) { return .transferredIn(from: moved.from, report: report) }
-            if let moved = effects.transfers.first(where: { $0.from == user }) { return .transferredOut(to: moved.to, report: report) }
+            let movedIn = effects.transfers.filter { $0.to == user }, movedOut = effects.transfers.filter { $0.from == user }
+            if !movedIn.isEmpty { return .transferredIn(from: Self.byPurchase(movedIn.map { ($0.originalTransactionID, $0.from) }), report: report) }
+            if !movedOut.isEmpty { return .transferredOut(to: Self.byPurchase(movedOut.map { ($0.originalTransactionID, $0.to) }), report: report) }
             return .appStore(report)
         }, on: connection)
+    }
+
+    /// The user each purchase (by original transaction id) moved from or to: the last move of a purchase counts.
+    private static func byPurchase(_ moves: [(String, String)]) -> [String: String] {
+        Dictionary(moves) { _, last in last }
     }
 
     /// Decides and applies the owner of every purchase in the receipt; returns the moves made and the purchases
@@ -200,7 +206,7 @@ struct PurchaseRecorder {
     /// A purchase carrying an `app_account_token` this service issued (a user's, or an order's) belongs to that
     /// token's user, whoever posts it, and whoever owns it when Apple reports it (a notification, a refresh).
     private func applyOwnership(_ transactions: [StoreTransaction], catalog: Catalog, context: Context,
-                                on connection: PostgresConnection) async throws -> (transfers: [(from: String, to: String)], claimed: [String]) {
+                                on connection: PostgresConnection) async throws -> (transfers: [(from: String, to: String, originalTransactionID: String)], claimed: [String]) {
         let buyers = try await tokens.users(of: Set(transactions.compactMap(\.accountToken)), on: connection)
         var purchases: [String: (orderUser: String?, consumable: Bool)] = [:]
         for transaction in transactions {
@@ -219,7 +225,7 @@ struct PurchaseRecorder {
         guard !movable.isEmpty else { return ([], claimed) }
         let current = try await owners.lockedOwners(of: movable.sorted(), on: connection)
 
-        var transfers: [(from: String, to: String)] = []
+        var transfers: [(from: String, to: String, originalTransactionID: String)] = []
         var repostedByOwner: [String] = []
         for (id, (owner, since)) in current.sorted(by: { $0.key < $1.key }) {
             guard let purchase = purchases[id] else { continue }
@@ -244,7 +250,7 @@ struct PurchaseRecorder {
                                               before: try PostgresJSON(encoding: ["user_id": from]),
                                               after: try PostgresJSON(encoding: ["user_id": to]), on: connection)
                 Log.info("ownership_transfer", ["original_transaction_id": id, "from": from, "to": to])
-                transfers.append((from, to))
+                transfers.append((from, to, id))
             }
         }
         try await owners.renewClaims(repostedByOwner, postedAt: context.postedAt, on: connection)
