@@ -294,6 +294,13 @@ struct StoreKitTransactionTests {
             })
             #expect(try await service.entitlements("status-user").entitlement("premium")?["will_renew"] as? Bool == true)
             #expect(try await WebhookEventTests.events(service, user: "status-user").map(\.type) == ["initial_purchase"])
+            // Posted again (an app posting its current entitlements at every launch): Apple's status is known and the
+            // period is the same, so the refresher's schedule stands; Apple is not asked again at once.
+            let schedule = { @Loop in try await service.sql("SELECT next_refresh_at::text AS at, refresh_attempts FROM subscriptions")
+                .map { "\(try $0.optionalString("at") ?? "-") \(try $0.int("refresh_attempts"))" } }
+            let scheduled = try await schedule()
+            #expect(try await service.postSigned([jws], for: "status-user").status == 200)
+            #expect(try await schedule() == scheduled)
 
             // One whose user already turned renewal off: Apple's status says so, and that is a cancellation.
             let off = try await service.fakeBuy(["product_id": "com.example.premium.monthly", "type": "auto_renewable", "environment": "Production"])

@@ -296,7 +296,8 @@ struct PurchaseRecorder {
                 gracePeriodExpiresAt: renewal?.gracePeriodExpiresDate, now: now)
             return SubscriptionState(originalTransactionID: id, productID: latest.productID, latestExpiresDate: latest.expiresDate,
                                      nextRefreshAt: next, renewal: renewal,
-                                     assumedRenewing: renewal == nil && !fromReceipt && latest.expiresDate! > now && latest.cancellationDate == nil)
+                                     assumedRenewing: renewal == nil && !fromReceipt && latest.expiresDate! > now && latest.cancellationDate == nil,
+                                     wantsStatus: renewal == nil && !fromReceipt)
         }
     }
 

@@ -12,8 +12,13 @@ struct SubscriptionState: Sendable {
     var renewal: RenewalInfo?
     /// Stated by a signed transaction alone (no renewal info, no receipt) while in its period: a subscription first
     /// seen this way starts as renewing, as Apple starts every one, until Apple's renewal state arrives (which
-    /// then changes nothing unless the user turned renewal off). A subscription already known keeps its state.
+    /// then changes nothing unless the user turned renewal off). A subscription already known keeps its state,
+    /// unless only such assumptions made it and this states a later period.
     var assumedRenewing = false
+    /// Stated without renewal state (a signed transaction alone), so due for Apple's status at once: unless Apple's
+    /// renewal state is stored already and this states no later period, when the stored schedule stands (a client
+    /// posting its current entitlements at every launch must not make every launch a call to Apple).
+    var wantsStatus = false
 }
 
 /// A subscription the renewal refresher claimed: the receipt to re-verify (none when it was recorded
@@ -41,21 +46,29 @@ struct SubscriptionStore {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.originalTransactionID < $1.originalTransactionID }
         _ = try await db.query("""
+            WITH x AS (
+                SELECT * FROM unnest($1, $2, $3, $4, $7, $8)
+                    AS x (original_transaction_id, product_id, latest_expires_date, next_refresh_at, will_renew, wants_status))
             INSERT INTO subscriptions AS s (original_transaction_id, product_id, latest_expires_date, latest_receipt, environment, next_refresh_at,
                                             will_renew)
-            SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $5, $6, x.next_refresh_at, x.will_renew
-              FROM unnest($1, $2, $3, $4, $7) AS x (original_transaction_id, product_id, latest_expires_date, next_refresh_at, will_renew)
+            SELECT x.original_transaction_id, x.product_id, x.latest_expires_date, $5, $6, x.next_refresh_at, x.will_renew FROM x
             ON CONFLICT (original_transaction_id) DO UPDATE SET
                 product_id = CASE WHEN s.latest_expires_date IS NULL OR EXCLUDED.latest_expires_date >= s.latest_expires_date
                                   THEN EXCLUDED.product_id ELSE s.product_id END,
                 latest_expires_date = GREATEST(s.latest_expires_date, EXCLUDED.latest_expires_date),
                 latest_receipt = COALESCE(EXCLUDED.latest_receipt, s.latest_receipt),
                 environment = EXCLUDED.environment,
-                next_refresh_at = EXCLUDED.next_refresh_at,
-                refresh_attempts = 0,
+                will_renew = CASE WHEN s.renewal_signed_date IS NULL AND EXCLUDED.latest_expires_date > s.latest_expires_date
+                                  THEN EXCLUDED.will_renew ELSE s.will_renew END,
+                (next_refresh_at, refresh_attempts) = (
+                    SELECT CASE WHEN kept THEN s.next_refresh_at ELSE EXCLUDED.next_refresh_at END, CASE WHEN kept THEN s.refresh_attempts ELSE 0 END
+                      FROM (SELECT x.wants_status AND s.renewal_signed_date IS NOT NULL
+                                   AND EXCLUDED.latest_expires_date <= s.latest_expires_date AS kept
+                              FROM x WHERE x.original_transaction_id = EXCLUDED.original_transaction_id) k),
                 updated_at = now()
             """, [sorted.map(\.originalTransactionID), sorted.map(\.productID), sorted.map(\.latestExpiresDate),
-                  sorted.map(\.nextRefreshAt), latestReceipt, environment.rawValue, sorted.map(\.assumedRenewing)])
+                  sorted.map(\.nextRefreshAt), latestReceipt, environment.rawValue, sorted.map(\.assumedRenewing),
+                  sorted.map(\.wantsStatus)])
         let renewed = sorted.compactMap(\.renewal)
         guard !renewed.isEmpty else { return }
         _ = try await db.query("""
