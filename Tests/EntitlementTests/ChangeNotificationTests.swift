@@ -66,12 +66,12 @@ import Testing
             "UPDATE consumable_balances SET balance = 2 WHERE user_id = '{A}'",
             "INSERT INTO purchase_owners VALUES ('{P}', '{A}')",
         ], announced: ["A"]),
-        Case(description: "products insert", change: ["INSERT INTO products (product_id, type) VALUES ('{P}', 'non_consumable')"], announced: ["*"]),
+        Case(description: "products insert", change: ["INSERT INTO products (product_id, type) VALUES ('{P}', 'non_consumable')"], announced: [""]),
         Case(description: "products update", setup: ["INSERT INTO products (product_id, type) VALUES ('{P}', 'non_consumable')"],
-             change: ["UPDATE products SET entitlements = '{pro}' WHERE product_id = '{P}'"], announced: ["*"]),
+             change: ["UPDATE products SET entitlements = '{pro}' WHERE product_id = '{P}'"], announced: [""]),
         Case(description: "products delete", setup: ["INSERT INTO products (product_id, type) VALUES ('{P}', 'non_consumable')"],
-             change: ["DELETE FROM products WHERE product_id = '{P}'"], announced: ["*"]),
-        Case(description: "grants truncate", change: ["TRUNCATE grants"], announced: ["*"]),
+             change: ["DELETE FROM products WHERE product_id = '{P}'"], announced: [""]),
+        Case(description: "grants truncate", change: ["TRUNCATE grants"], announced: [""]),
         Case(description: "a statement that changes no row", change: ["UPDATE grants SET reason = 'x' WHERE false"], announced: []),
     ]
 

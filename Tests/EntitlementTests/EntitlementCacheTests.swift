@@ -87,7 +87,11 @@ import Timestamps
         let cache = Self.listeningCache { cleared.record(()) }
         #expect(cleared.items.count == 1, "listening began with an empty cache")
         Self.fill(cache, "u")
+        // A user named "*" is a user: only that one is dropped.
+        Self.fill(cache, "*")
         cache.received(PostgresNotification(channel: EntitlementCache.changesChannel, payload: "*", senderPID: 1))
+        #expect(cache.lookup("*", now: Self.now) == nil && cache.lookup("u", now: Self.now) != nil && cleared.items.count == 1)
+        cache.received(PostgresNotification(channel: EntitlementCache.changesChannel, payload: "", senderPID: 1))
         #expect(cache.count == 0 && cleared.items.count == 2)
 
         Self.fill(cache, "u")
@@ -155,7 +159,7 @@ import Timestamps
     @Test @Loop func clearingSpoilsEveryEarlierTicket() {
         let cache = Self.listeningCache()
         let beforeEveryone = cache.ticket(for: "u")
-        cache.received(PostgresNotification(channel: EntitlementCache.changesChannel, payload: "*", senderPID: 1))
+        cache.received(PostgresNotification(channel: EntitlementCache.changesChannel, payload: EntitlementCache.everyone, senderPID: 1))
         #expect(!cache.store(Self.answer(1), validUntil: nil, for: beforeEveryone))
 
         let beforeLoss = cache.ticket(for: "u")

@@ -32,8 +32,9 @@ import Foundation
 final class EntitlementCache {
     /// The channel the triggers announce changed users on.
     static let changesChannel = "entitlements_changed"
-    /// The payload on `changesChannel` that means every user.
-    static let everyone = "*"
+    /// The payload on `changesChannel` that means every user: empty, which no user id is (migration 0016; `*`
+    /// before it, which is one).
+    static let everyone = ""
     /// The channel barriers send their tokens on.
     static let syncChannel = "entitlements_sync"
 
