@@ -70,6 +70,11 @@ import Testing
         #expect(line.hasPrefix("ts="))
         #expect(line.hasSuffix(#" level=info event=e a=plain b="a b" c="x\ny=\"1\"""# + "\n"))
         #expect(line.filter { $0 == "\n" }.count == 1)
+        // Unicode's line and paragraph separators and NEL (a user id may hold them) are escaped too: no tool that
+        // splits lines on them sees a forged line; other text stays as it is.
+        let forged = String(decoding: Log.line(.info, "e", ["u": "x\u{2028}ts=1 level=error event=forged\u{2029}\u{85}", "v": "é"]), as: UTF8.self)
+        #expect(forged.hasSuffix(#" u="x\u{2028}ts=1 level=error event=forged\u{2029}\u{85}" v="é""# + "\n"), "\(forged)")
+        #expect(forged.split(whereSeparator: \.isNewline).count == 1)
     }
 
     /// Lines logged for a request carry its id once, whether or not they name it.

@@ -228,11 +228,13 @@ public enum Log {
         }
     }
 
-    /// Appends `value`, quoted when needed, with anything that could break the one-line format escaped.
+    /// Appends `value`, quoted when needed, with anything that could break the one-line format escaped: control
+    /// characters (C0, DEL, C1 with NEL among them) and Unicode's line and paragraph separators, which some log
+    /// tools split lines on (a user id holding one must not forge a line).
     private static func appendQuoted(_ value: String, to line: inout [UInt8]) {
         var value = value
         let plain = value.withUTF8 { bytes in
-            guard !bytes.isEmpty, !bytes.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 == 0x7f }) else {
+            guard !bytes.isEmpty, !bytes.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "=") || $0 >= 0x7f }) else {
                 return false
             }
             line.append(contentsOf: bytes)
@@ -247,7 +249,8 @@ public enum Log {
             case "\n": line.append(contentsOf: #"\n"#.utf8)
             case "\r": line.append(contentsOf: #"\r"#.utf8)
             case "\t": line.append(contentsOf: #"\t"#.utf8)
-            case _ where scalar.value < 0x20 || scalar.value == 0x7f: line.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".utf8)
+            case _ where scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
+                line.append(contentsOf: "\\u{\(String(scalar.value, radix: 16))}".utf8)
             default: line.append(contentsOf: String(scalar).utf8)
             }
         }
