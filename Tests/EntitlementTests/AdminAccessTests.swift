@@ -84,6 +84,12 @@ extension AdminTests {
                 }
                 #expect(try await service.call("GET", "/healthz", key: .none).headers["Cache-Control"] == nil)
                 #expect(try await service.call("GET", "/v1/admin/products", key: .app).status == 403)
+                // Authorization given twice is no valid key, whichever order and whatever each says.
+                for pair in [(service.adminKey, service.appKey), (service.appKey, service.adminKey), (service.adminKey, service.adminKey)] {
+                    let twice = try await service.call("GET", "/v1/users/u1/entitlements",
+                                                       key: .header("Bearer \(pair.0)\r\nAuthorization: Bearer \(pair.1)"))
+                    #expect(twice.status == 401 && twice.field == "Authorization", "\(twice)")
+                }
             }
         }
 

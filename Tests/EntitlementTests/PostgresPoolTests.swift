@@ -82,6 +82,19 @@ import Testing
         _ = try await admin.query("DROP ROLE \(role)")
     }
 
+    /// A server that cannot be reached fails every caller at once, however many wait: none is left spinning on
+    /// slots the others hand on.
+    @Test @Loop func anUnreachableServerFailsEveryCallerAtOnce() async throws {
+        let pool = PostgresPool(conninfo: "host=127.0.0.1 port=\(try TestDatabase.freePort()) user=postgres dbname=none connect_timeout=2", size: 2)
+        let started = ContinuousClock.now
+        let callers = (0..<6).map { _ in Task { @Loop in try await pool.query("SELECT 1") } }
+        for caller in callers {
+            await #expect(throws: PostgresError.self) { _ = try await caller.value }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        await pool.close()
+    }
+
     /// Records what callers saw of the pool while they ran.
     @Loop final class Observations {
         var maxWaiting = 0

@@ -3,11 +3,13 @@ import ServiceRuntime
 /// `/v1`'s gate: a request must carry `Authorization: Bearer <key>` with a configured app or admin key. The
 /// caller (scope and key id) becomes the context's identity, and its key id the `actor` of the request's
 /// failure logs. Without a valid key: 401 with `WWW-Authenticate: Bearer`, never repeating what was presented.
+/// `Authorization` given twice is no valid key either, whatever each says: a proxy reading the other one would
+/// not agree with us on who the caller is.
 struct KeyAuthentication: HTTPMiddleware {
     let keys: APIKeys
 
     func handle(_ request: HTTPRequest, _ context: HTTPRequestContext, next: HTTPResponder) throws -> HTTPAnswer {
-        guard let entry = keys.entry(authorization: request.headers["Authorization"]) else {
+        guard let entry = keys.entry(authorization: request.headers.sole("Authorization")) else {
             throw Self.unauthorized
         }
         var context = context

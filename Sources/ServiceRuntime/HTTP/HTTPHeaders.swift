@@ -26,6 +26,16 @@ public struct HTTPHeaders: Sendable, Equatable, Sequence, ExpressibleByDictionar
         fields.first { Self.sameName($0.name, name) }?.value
     }
 
+    /// The value of `name` when the field occurs exactly once; nil when it is absent or repeated.
+    public func sole(_ name: String) -> String? {
+        var found: String?
+        for field in fields where Self.sameName(field.name, name) {
+            if found != nil { return nil }
+            found = field.value
+        }
+        return found
+    }
+
     /// Every value of `name`, in order.
     public func values(for name: String) -> [String] {
         fields.filter { Self.sameName($0.name, name) }.map(\.value)

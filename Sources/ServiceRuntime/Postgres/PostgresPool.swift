@@ -210,11 +210,15 @@ public final class PostgresPool {
                     return .connection(connection)
                 } catch {
                     open -= 1
-                    slotFreed()
-                    // Others are open, lent out: the server is up and refused one more (its max_connections, say).
-                    // Wait for one of them, as when the pool is full; the acquire timeout still bounds the wait.
-                    guard open > 0 else { throw error }
-                    Log.warning("postgres_connect_refused", ["open": open, "error": String(describing: error)])
+                    // Connections of ours are lent out, so the server is up and refused one more (its
+                    // max_connections, say): wait for one of them to come back, as when the pool is full (the acquire
+                    // timeout still bounds the wait). The slot stays free: handing it to the next waiter would only
+                    // have that one refused too. With none lent out, the server is down: fail at once.
+                    guard inUse > 0, !closed else {
+                        slotFreed()
+                        throw error
+                    }
+                    Log.warning("postgres_connect_refused", ["in_use": inUse, "error": String(describing: error)])
                     refused = true
                 }
             }
