@@ -121,6 +121,12 @@ import X509
             #expect(error.variable == variable)
             #expect(!error.description.contains("UrlPassSecret"))
         }
+        // A URL without a host (`http://`) would fail every call it makes: refused at start too.
+        for hostless in ["http://", "https://", "http:///path"] {
+            #expect("\(hostless)") { _ = try Configuration(environment: [variable: hostless]) } throws: { error in
+                (error as? ConfigurationError)?.variable == variable
+            }
+        }
     }
 
     @Test func keyErrorsNeverEchoTheKey() {

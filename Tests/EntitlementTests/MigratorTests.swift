@@ -146,6 +146,10 @@ import Testing
         #expect(throws: MigrationError.self) {
             try Migrator.migrations(in: URL(fileURLWithPath: "/nonexistent/migrations"))
         }
+
+        let empty = try Directory(["README.md": "no migration here"])
+        defer { empty.remove() }
+        #expect(throws: MigrationError.self) { try Migrator.migrations(in: empty.url) }
     }
 
     /// 0015 clears a price stored without its currency (and a currency without its price), which the catalog

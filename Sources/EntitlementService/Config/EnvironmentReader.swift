@@ -22,9 +22,9 @@ struct EnvironmentReader {
 
     func url(_ name: String, default fallback: String) throws(ConfigurationError) -> String {
         guard let raw = string(name) else { return fallback }
-        guard raw.hasPrefix("http://") || raw.hasPrefix("https://") else {
+        guard raw.hasPrefix("http://") || raw.hasPrefix("https://"), let host = URLComponents(string: raw)?.host, !host.isEmpty else {
             // The value is not repeated: a URL may carry credentials.
-            throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL")
+            throw ConfigurationError(variable: name, problem: "expected an http:// or https:// URL with a host")
         }
         return raw
     }

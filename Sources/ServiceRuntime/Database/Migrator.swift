@@ -91,6 +91,9 @@ public final class Migrator {
             }
             migrations.append(Migration(version: version, name: String(stem[stem.index(after: separator)...]), file: file, sql: sql))
         }
+        // A directory without one is a wrong MIGRATIONS_DIR, not a schema: a service started on it would answer 500
+        // to every request that needs a table.
+        guard !migrations.isEmpty else { throw MigrationError("the migrations directory \(directory.path) holds no NNNN_name.sql file") }
         return migrations.sorted { $0.version < $1.version }
     }
 
