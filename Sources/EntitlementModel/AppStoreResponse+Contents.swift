@@ -43,7 +43,7 @@ struct ReceiptContents: Decodable, Sendable, Hashable {
         for transaction in all {
             byID[transaction.transactionID] = byID[transaction.transactionID]?.merged(with: transaction) ?? transaction
         }
-        return byID.values.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        return byID.values.sorted { $0.wasBought(before: $1) }
     }
 
     func renewalInfo() -> [RenewalInfo] {

@@ -265,7 +265,7 @@ public enum EntitlementEvaluator {
         for (name, purchases) in byName {
             let ordered = purchases.sorted {
                 let (first, second) = (transactions[$0.transaction].transaction, transactions[$1.transaction].transaction)
-                return (first.purchaseDate, first.transactionID) < (second.purchaseDate, second.transactionID)
+                return first.wasBought(before: second)
             }
             var stack: (end: Date, last: (transaction: Int, product: Int))?
             for member in ordered {

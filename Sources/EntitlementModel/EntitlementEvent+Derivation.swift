@@ -90,7 +90,7 @@ extension DerivedEntitlementEvent {
                 // About the purchase the change is of: the one reversed, else one bought now, else the newest recorded.
                 let named = consumable == .refundReversed && !reversed.isEmpty ? reversed : boughtNow.isEmpty ? consumables : boughtNow
                 let bought = named
-                    .max { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) }
+                    .max { $0.transaction.wasBought(before: $1.transaction) }
                 return DerivedEntitlementEvent(
                     type: consumable, productID: bought?.transaction.productID, transactionID: bought?.transaction.transactionID,
                     originalTransactionID: bought?.transaction.originalTransactionID, environment: bought?.environment)
@@ -119,7 +119,7 @@ extension DerivedEntitlementEvent {
         let cancelled = report.transactions.filter { $0.transaction.cancellationDate != nil }
         guard !cancelled.contains(where: { $0.transaction.originalTransactionID == shown.originalTransactionID }),
               let taken = cancelled.filter({ $0.transaction.productID == shown.productID })
-                .max(by: { ($0.transaction.purchaseDate, $0.transaction.transactionID) < ($1.transaction.purchaseDate, $1.transaction.transactionID) })
+                .max(by: { $0.transaction.wasBought(before: $1.transaction) })
         else { return nil }
         return DerivedEntitlementEvent(type: change.type, productID: taken.transaction.productID, transactionID: taken.transaction.transactionID,
                                        originalTransactionID: taken.transaction.originalTransactionID, environment: taken.environment)
@@ -177,7 +177,7 @@ extension DerivedEntitlementEvent {
         let chain = report?.transactions.map(\.transaction).filter { $0.originalTransactionID == purchase.originalTransactionID } ?? []
         let standing = type == .refund || type == .revoke ? chain : chain.filter { $0.cancellationDate == nil }
         let transaction = (standing.isEmpty ? chain : standing)
-            .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+            .max { $0.wasBought(before: $1) }
         self.init(type: type, productID: purchase.productID, transactionID: transaction?.transactionID,
                   originalTransactionID: purchase.originalTransactionID, environment: purchase.environment)
     }
@@ -201,7 +201,7 @@ extension DerivedEntitlementEvent {
             // Taken back: its newest transaction the report shows (an older renewal refunded long ago is not this).
             let cancelled = { (purchase: AppStorePurchase?) in
                 report.transactions.map(\.transaction).filter { $0.originalTransactionID == purchase?.originalTransactionID }
-                    .max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }?.cancellationDate != nil
+                    .max { $0.wasBought(before: $1) }?.cancellationDate != nil
             }
             guard cancelled(previous), toGrant || !cancelled(purchase) else { return nil }
             return Change(type: previous.ownership == .familyShared ? .revoke : .refund, purchase: previous)

@@ -101,6 +101,12 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
         self.promotionalOfferID = promotionalOfferID
         self.signedDate = signedDate
     }
+
+    /// Whether this transaction was bought before `other`: by purchase date, then by transaction id, so that
+    /// transactions of one instant still come in one order every time.
+    public func wasBought(before other: StoreTransaction) -> Bool {
+        (purchaseDate, transactionID) < (other.purchaseDate, other.transactionID)
+    }
 }
 
 /// Apple's `pending_renewal_info` entry for one subscription (keyed by `originalTransactionID`).

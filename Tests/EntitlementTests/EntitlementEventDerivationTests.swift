@@ -51,7 +51,7 @@ import Testing
     func replayedReceiptsYieldPurchaseEvents(name: String) throws {
         let response = try AppStoreResponse(jsonData: try Fixtures.data(name))
         let all = EntitlementEvaluator.distinct(response.transactions().map { OwnedTransaction($0, environment: .sandbox) })
-            .map(\.transaction).sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+            .map(\.transaction).sorted { $0.wasBought(before: $1) }
         let catalog = try FixtureEntitlementsTests.catalog(for: all)
         var seenChains = Set<String>()
         for (index, transaction) in all.enumerated() {

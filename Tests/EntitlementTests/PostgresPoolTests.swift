@@ -30,11 +30,9 @@ import Testing
     /// A ping that gets no answer in its time fails then (`/readyz` answers 503), whatever holds it up: here the
     /// only connection is taken, as every connection is when the server has stopped answering.
     @Test @Loop func aPingFailsAtItsTimeout() async throws {
+        // The only connection is taken before any came back: no answer within the ping's time counts for it.
         let pool = try makePool(size: 1)
-        try await pool.ping(timeoutMs: 2_000)
         let release = await holdTheOnlyConnection(of: pool)
-        // The last answer (the ping's own connection, back just now) must be older than the ping's time.
-        try await Task.sleep(for: .milliseconds(150))
         await #expect {
             try await pool.ping(timeoutMs: 100)
         } throws: { error in

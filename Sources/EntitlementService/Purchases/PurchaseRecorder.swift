@@ -263,7 +263,7 @@ struct PurchaseRecorder {
     private func fulfilOrders(_ transactions: [StoreTransaction], context: Context, on connection: PostgresConnection) async throws {
         let byToken = Dictionary(grouping: transactions.filter { $0.accountToken != nil }) { $0.accountToken! }
         for (token, bound) in byToken.sorted(by: { $0.key.uuidString < $1.key.uuidString }) {
-            let oldestFirst = bound.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+            let oldestFirst = bound.sorted { $0.wasBought(before: $1) }
             try await orders.fulfil(token: token, candidates: oldestFirst.map { ($0.transactionID, $0.productID) }, on: connection)
         }
         guard let orderID = context.orderID,

@@ -68,7 +68,7 @@ struct NotificationRoutes {
         withoutPassword["password"] = nil
         let stored = String(decoding: try JSONSerialization.data(withJSONObject: withoutPassword, options: [.sortedKeys]), as: UTF8.self)
         let transactions = notification.transactions()
-        let subject = transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        let subject = transactions.max { $0.wasBought(before: $1) }
         return StoredNotification(
             uuid: "v1:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(), version: 1,
             type: notification.notificationType, subtype: nil, signedDate: Date(), environment: (notification.environment ?? .production).rawValue,

@@ -111,7 +111,7 @@ struct StoreKitRoutes {
             if let known = newest[transaction.transactionID], (known.signedDate ?? .distantPast) >= (transaction.signedDate ?? .distantPast) { continue }
             newest[transaction.transactionID] = transaction
         }
-        return newest.values.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        return newest.values.sorted { $0.wasBought(before: $1) }
     }
 
     /// `GET /v1/users/{user_id}/app-account-token`: the user's stable token, created on first use.

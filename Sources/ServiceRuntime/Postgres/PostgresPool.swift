@@ -34,8 +34,8 @@ public final class PostgresPool {
     private var lastWaiterID = 0
     private var closed = false
     private var drainWaiters: [CheckedContinuation<Void, Never>] = []
-    /// When a lent connection last came back usable: the server answered then.
-    private var lastAnswer: ContinuousClock.Instant?
+    /// When a lent connection last came back usable (loop clock, ms): the server answered then.
+    private var lastAnswer: UInt64?
 
     /// Connections currently lent out.
     public private(set) var inUse = 0
@@ -120,7 +120,7 @@ public final class PostgresPool {
     /// that came back within `timeoutMs` is the answer: a busy pool is no silent server, and the ping does not
     /// queue behind the requests keeping it busy.
     public func ping(timeoutMs: UInt64 = 3_000) async throws {
-        if idle.isEmpty, open == size, let lastAnswer, ContinuousClock.now - lastAnswer < .milliseconds(timeoutMs) { return }
+        if idle.isEmpty, open == size, let lastAnswer, EventLoop.shared.now - lastAnswer < timeoutMs { return }
         let answer = await LoopTimer.value(of: { () async -> Result<Void, any Error> in
             do {
                 _ = try await self.query("SELECT 1", [])
@@ -268,7 +268,7 @@ public final class PostgresPool {
     private func release(_ connection: PostgresConnection, broken: Bool) {
         inUse -= 1
         connection.answerTimeoutMs = answerTimeoutMs
-        if !broken && connection.isUsable { lastAnswer = .now }
+        if !broken && connection.isUsable { lastAnswer = EventLoop.shared.now }
         guard !closed, !broken, connection.isUsable, connection.transactionStatus == .idle else {
             if connection.transactionStatus == .inTransaction || connection.transactionStatus == .failed {
                 Log.warning("postgres_pool_discarded_open_transaction", ["backend_pid": connection.backendPID])
