@@ -3,9 +3,9 @@
 /// padding) of each `x5c` certificate. Anything else is refused: another alphabet, whitespace, missing or
 /// extra padding, and set bits in the unused low end of the last character. So the text and the bytes
 /// determine each other, and a certificate's text can stand for its DER.
-enum StrictBase64 {
+public enum StrictBase64 {
     /// The two alphabets, and whether the encoded text is padded to a multiple of four characters.
-    enum Variant {
+    public enum Variant: Sendable {
         /// RFC 4648 §5, unpadded (JWS segments).
         case url
         /// RFC 4648 §4, padded (`x5c` entries).
@@ -13,7 +13,7 @@ enum StrictBase64 {
     }
 
     /// The bytes `text` encodes in `variant`; nil unless `text` is their canonical encoding.
-    static func decode(_ text: some Collection<UInt8>, _ variant: Variant) -> [UInt8]? {
+    public static func decode(_ text: some Collection<UInt8>, _ variant: Variant) -> [UInt8]? {
         if let decoded = text.withContiguousStorageIfAvailable({ decode($0, variant) }) { return decoded }
         return Array(text).withUnsafeBufferPointer { decode($0, variant) }
     }

@@ -77,8 +77,8 @@ public struct Catalog: Sendable, Hashable, Codable {
 ///   every type but `consumable` (which may have none, and may leave the field out);
 /// - `duration`: an ``ISODuration`` of years, months, weeks and days (no clock part), longer than zero; required
 ///   for `non_renewing`;
-/// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer above zero): required for
-///   `consumable`;
+/// - `currency` (1–255 letters, digits, `.`, `_` or `-`) and `amount` (an integer from 1 to
+///   ``maximumAmount``): required for `consumable`;
 /// - `price`: a decimal string such as `"4.99"`; `price_currency`: three capital letters (ISO 4217); each
 ///   requires the other;
 /// - `subscription_group`: 1–255 characters.
@@ -194,7 +194,11 @@ public struct Product: Sendable, Hashable, Codable {
         }
     }
 
-    private static let amountRule = "must be an integer above zero"
+    /// The largest `amount` a consumable may credit per unit (10^12): a purchase's credit, `amount` × its
+    /// quantity, is refused above it, so a larger amount could never be credited.
+    public static let maximumAmount = 1_000_000_000_000
+
+    private static let amountRule = "must be an integer from 1 to 1000000000000"
     private static let priceRule = "must be a decimal string such as \"4.99\""
 
     /// The first rule this product breaks, in field order.
@@ -233,7 +237,7 @@ public struct Product: Sendable, Hashable, Codable {
         if type == .consumable && currency == nil {
             return problem(.currency, "is required for consumable products")
         }
-        if let amount, amount <= 0 {
+        if let amount, !(1...Self.maximumAmount).contains(amount) {
             return problem(.amount, Self.amountRule)
         }
         if type == .consumable && amount == nil {

@@ -251,8 +251,10 @@ extension DerivedEntitlementEvent {
         case (let old?, _) where old.active:
             return Change(type: lost(new, after: old), purchase: purchase)
         case (_, let new?):
-            // Inactive before (or unknown) and after: a newly refunded (or revoked) claim, or a renewal that failed
-            // (Apple's billing retry starting), is worth its own name.
+            // Inactive before (or unknown) and after: Apple's renewal intent told after the end (its EXPIRED
+            // notification after the expiration was sent) is that, not a second end; a newly refunded (or revoked)
+            // claim, or a renewal that failed (Apple's billing retry starting), is worth its own name.
+            if let intent = renewalIntentChange(old, new) { return Change(type: intent, purchase: purchase) }
             return Change(type: withdrawalType(new) ?? (billingRetryStarts(old, new) ? .billingIssue : .expiration), purchase: purchase)
         default:
             return nil
@@ -313,6 +315,18 @@ extension DerivedEntitlementEvent {
         guard case .appStore(let after) = new.source, after.inBillingRetry else { return false }
         guard let old, case .appStore(let before) = old.source else { return true }
         return !before.inBillingRetry
+    }
+
+    /// `cancellation` (or `uncancellation`) when auto-renewal is all that changed about an App Store claim; nil
+    /// otherwise.
+    private static func renewalIntentChange(_ old: Entitlement?, _ new: Entitlement) -> EntitlementEventType? {
+        guard let old, case .appStore(let before) = old.source, case .appStore(var after) = new.source,
+              before.willRenew != after.willRenew else { return nil }
+        let willRenew = after.willRenew
+        after.willRenew = before.willRenew
+        var unchanged = new
+        unchanged.source = .appStore(after)
+        return unchanged == old ? (willRenew ? .uncancellation : .cancellation) : nil
     }
 
     /// For a purchase Apple took back: `refund` (reason `refunded`), or `revoke` (reason `revoked`: Family

@@ -138,6 +138,30 @@ extension AdminTests {
             }
         }
 
+        /// A refund takes back what the purchase credited even when the catalog no longer has the product as a
+        /// consumable: the credit is the ledger's, not the catalog's.
+        @Test @Loop func aRefundTakesBackACreditAfterTheProductStoppedBeingAConsumable() async throws {
+            try await AdminHarness.run { service in
+                let consumable = #"{"type": "consumable", "currency": "gems", "amount": 10}"#
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.gems", body: consumable).status == 201)
+                var receipt = FakeReceipt(bundleID: AdminHarness.bundleID)
+                receipt.addPurchase("com.example.gems", transactionID: "8200001", purchased: Date().addingTimeInterval(-120))
+                let posted = try await service.post(receipt, for: "gem-buyer")
+                #expect(posted.object["consumables"] as? [String: Int] == ["gems": 10], "\(posted)")
+
+                let unlocking = #"{"type": "non_consumable", "entitlements": ["gem-badge"]}"#
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.gems", body: unlocking).status == 200)
+                receipt.cancel(transactionID: "8200001", at: Date().addingTimeInterval(-60))
+                let refunded = try await service.post(receipt, for: "gem-buyer")
+                #expect(refunded.object["consumables"] as? [String: Int] == ["gems": 0], "\(refunded)")
+
+                // A consumable again: the refunded purchase is not credited a second time.
+                #expect(try await service.call("PUT", "/v1/admin/products/com.example.gems", body: consumable).status == 200)
+                let balance = try await service.call("GET", "/v1/users/gem-buyer/entitlements", key: .app)
+                #expect(balance.object["consumables"] as? [String: Int] == ["gems": 0], "\(balance)")
+            }
+        }
+
         @Test @Loop func everyFieldSurvivesTheDatabase() async throws {
             try await AdminHarness.run { service in
                 // Names with what PostgreSQL's array text form would have to quote or escape.
@@ -177,6 +201,7 @@ extension AdminTests {
                     ("p1", #"{"type": "consumable", "currency": "coins"}"#, "amount"),
                     ("p1", #"{"type": "consumable", "currency": "coins", "amount": 0}"#, "amount"),
                     ("p1", #"{"type": "consumable", "currency": "coins", "amount": 1.5}"#, "amount"),
+                    ("p1", #"{"type": "consumable", "currency": "coins", "amount": 1000000000001}"#, "amount"),
                     ("p1", #"{"type": "non_consumable"}"#, "entitlements"),
                     ("p1", #"{"type": "non_consumable", "entitlements": ["a", "a"]}"#, "entitlements[1]"),
                     ("p1", #"{"type": "non_consumable", "entitlements": "a"}"#, "entitlements"),

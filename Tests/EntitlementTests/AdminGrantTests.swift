@@ -49,6 +49,12 @@ extension AdminTests {
                 #expect(try await service.entitlement("pro", of: "u2")?["active"] as? Bool == true)
                 let offset = try await Self.grant(service, user: "u2", ["entitlement": "extra", "expires_at": "2030-06-01T14:00:00+02:00", "reason": "offset"])
                 #expect(offset["expires_at"] as? String == end)
+                // A fraction of a second is cut, as answers show times: the answer is what is stored, even where
+                // rounding the fraction would reach the next second.
+                let fraction = try await Self.grant(service, user: "u4", ["entitlement": "pro", "expires_at": "2030-06-01T12:00:00.9999995Z", "reason": "cut"])
+                #expect(fraction["expires_at"] as? String == end)
+                #expect(try await service.entitlement("pro", of: "u4")?["expires_at"] as? String == end)
+                #expect(try await service.sql("SELECT expires_at = '2030-06-01T12:00:00Z' AS whole FROM grants WHERE user_id = 'u4'").first?.bool("whole") == true)
 
                 let lifetime = try await Self.grant(service, user: "u3", ["entitlement": "pro", "reason": "founder", "expires_at": NSNull()])
                 #expect(lifetime["expires_at"] is NSNull)

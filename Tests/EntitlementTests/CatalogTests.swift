@@ -107,7 +107,7 @@ import EntitlementModel
     @Test func validatesProductsMadeInCode() throws {
         let product = try Product(productID: "p.coins", type: .consumable, currency: "coins", amount: 10)
         #expect(product.entitlements.isEmpty)
-        #expect(throws: CatalogError(field: "amount", reason: "must be an integer above zero")) {
+        #expect(throws: CatalogError(field: "amount", reason: "must be an integer from 1 to 1000000000000")) {
             try Product(productID: "p.coins", type: .consumable, currency: "coins", amount: 0)
         }
         #expect(throws: CatalogError(field: "entitlements[1]", reason: "repeats entitlement \"a\"")) {
@@ -131,13 +131,15 @@ import EntitlementModel
          "products[1].entitlements", "must name at least one entitlement for non_renewing products"),
         // Field values.
         (#""product_id": "p.x", "type": "consumable", "currency": "coins", "amount": 0"#,
-         "products[1].amount", "must be an integer above zero"),
+         "products[1].amount", "must be an integer from 1 to 1000000000000"),
         (#""product_id": "p.x", "type": "consumable", "currency": "coins", "amount": -3"#,
-         "products[1].amount", "must be an integer above zero"),
+         "products[1].amount", "must be an integer from 1 to 1000000000000"),
+        (#""product_id": "p.x", "type": "consumable", "currency": "coins", "amount": 1000000000001"#,
+         "products[1].amount", "must be an integer from 1 to 1000000000000"),
         (#""product_id": "p.x", "type": "consumable", "currency": "coins", "amount": 1.5"#,
-         "products[1].amount", "must be an integer above zero"),
+         "products[1].amount", "must be an integer from 1 to 1000000000000"),
         (#""product_id": "p.x", "type": "consumable", "currency": "coins", "amount": "5""#,
-         "products[1].amount", "must be an integer above zero"),
+         "products[1].amount", "must be an integer from 1 to 1000000000000"),
         (#""product_id": "p.x", "type": "consumable", "currency": "my coins", "amount": 5"#,
          "products[1].currency", "must be 1–255 letters, digits, \".\", \"_\" or \"-\""),
         (#""product_id": "p.x", "type": "non_renewing", "entitlements": ["a"], "duration": "PT1H""#,

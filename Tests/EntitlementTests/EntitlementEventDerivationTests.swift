@@ -139,6 +139,11 @@ import Testing
         #expect(type(renewing, off) == .cancellation)
         #expect(type(off, renewing) == .uncancellation)
         #expect(type(renewing, renewing) == nil)
+        // Past the end (its expiration already sent), Apple's word that auto-renew is off (its EXPIRED notification)
+        // or on again is that, not a second expiration.
+        let ended = first.expiresDate!.addingTimeInterval(60)
+        #expect(type(renewing, off, at: ended) == .cancellation)
+        #expect(type(off, renewing, at: ended) == .uncancellation)
         // Past the expiry, inside the grace period Apple gave: billing issue.
         #expect(type(renewing, retrying, at: first.expiresDate!.addingTimeInterval(60)) == .billingIssue)
         // A renewal that failed with no grace period (DID_FAIL_TO_RENEW): access ends, and the event says why,

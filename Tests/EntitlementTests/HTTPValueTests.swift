@@ -200,6 +200,33 @@ import Testing
         for invisible in ["\u{34F}", "\u{FE0F}", "\u{3164}", "\u{3164}\u{FE0F} "] { #expect(UserID(pathParameter: invisible) == nil, "\(invisible.unicodeScalars.first!.value)") }
     }
 
+    /// Characters that print as nothing one could tell apart: line and paragraph separators, private use,
+    /// unassigned code points and noncharacters; an emoji sequence's joiner stays.
+    @Test(arguments: ["a\u{2028}b", "\u{2029}", "a\u{E000}", "a\u{F0000}", "a\u{378}", "a\u{FFFE}", "a\u{FFFF}", "a\u{10FFFF}"])
+    func userIDsAreRefusedWithUnprintableCharacters(id: String) throws {
+        #expect(UserID(pathParameter: id) == nil, "\(id.unicodeScalars.map(\.value))")
+        #expect(throws: ProblemError.self) { try InputRules.userID(id) }
+    }
+
+    @Test func userIDsMayHoldEmojiSequencesAndOtherScripts() {
+        for id in ["👩‍👩‍👧", "🏳️‍🌈", "ユーザー", "مستخدم", "a\u{A0}b"] { #expect(UserID(pathParameter: id) != nil, "\(id)") }
+    }
+
+    /// Receipts are read from their one base64 spelling: every real sample (with its line breaks) is, padding that
+    /// is not what the length needs is not, and neither is what decodes to nothing.
+    @Test func receiptDataIsCanonicalBase64() throws {
+        for name in Fixtures.names(prefix: "receipt_", suffix: ".b64") {
+            let text = String(decoding: try Fixtures.data(name), as: UTF8.self)
+            let expected = try #require(Data(base64Encoded: text, options: .ignoreUnknownCharacters))
+            #expect(try InputRules.receiptBytes(text) == Array(expected), "\(name)")
+        }
+        #expect(try InputRules.receiptBytes("YWJj") == Array("abc".utf8))
+        #expect(try InputRules.receiptBytes("YW Jj\r\nYQ==") == Array("abca".utf8))
+        for text in ["====", "YWJj=", "YWJj====", "YQ", "YQ=", "YQ===", "YW=Jj", "-_-_", "YR==", "abc"] {
+            #expect(throws: ProblemError.self, "\(text)") { try InputRules.receiptBytes(text) }
+        }
+    }
+
     /// One spelling per id: the composed one (NFC). Swift would take `e` + U+0301 for `é`, PostgreSQL would not,
     /// and the cache (Swift) would answer one user with the other's entitlements.
     @Test func userIDsComeComposed() {

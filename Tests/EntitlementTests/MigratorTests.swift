@@ -1,3 +1,4 @@
+import EntitlementModel
 import Foundation
 import Testing
 @testable import AppStore
@@ -154,29 +155,54 @@ import Testing
 
     /// 0015 clears a price stored without its currency (and a currency without its price), which the catalog
     /// now refuses and would fail to load, and the table refuses them from then on.
-    @Test @Loop func pricesWithoutTheirCurrencyAreClearedAndRefused() async throws {
+    /// Migrates a new database to just before `version`, runs `seed` (rows an older service could write), then
+    /// migrates the rest and hands the pool to `check`.
+    @Loop private func upgrade(to version: Int, seed: String, check: (PostgresPool) async throws -> Void) async throws {
         let all = try FileManager.default.contentsOfDirectory(atPath: Migrator.defaultDirectory().path).filter { $0.hasSuffix(".sql") }
         let read = { (name: String) in try String(contentsOf: Migrator.defaultDirectory().appendingPathComponent(name), encoding: .utf8) }
-        let directory = try Directory(Dictionary(uniqueKeysWithValues: try all.filter { $0 < "0015" }.map { ($0, try read($0)) }))
+        let prefix = String(format: "%04d", version)
+        let directory = try Directory(Dictionary(uniqueKeysWithValues: try all.filter { $0 < prefix }.map { ($0, try read($0)) }))
         defer { directory.remove() }
         try await TestDatabase.withTemporaryDatabase { url in
             let pool = PostgresPool(conninfo: url, size: 2)
             let migrator = Migrator(pool: pool, directory: directory.url)
             _ = try await migrator.run()
-            _ = try await pool.query("""
-                INSERT INTO products (product_id, type, entitlements, price, price_currency) VALUES
-                    ('priced', 'non_consumable', '{a}', '4.99', 'USD'), ('bare', 'non_consumable', '{a}', '4.99', NULL),
-                    ('coinless', 'non_consumable', '{a}', NULL, 'EUR'), ('free', 'non_consumable', '{a}', NULL, NULL)
-                """)
-            try directory.add(Dictionary(uniqueKeysWithValues: try all.filter { $0 >= "0015" }.map { ($0, try read($0)) }))
-            #expect(try await migrator.run().contains(15))
+            _ = try await pool.query(seed)
+            try directory.add(Dictionary(uniqueKeysWithValues: try all.filter { $0 >= prefix }.map { ($0, try read($0)) }))
+            #expect(try await migrator.run().contains(version))
+            try await check(pool)
+            await pool.close()
+        }
+    }
+
+    @Test @Loop func pricesWithoutTheirCurrencyAreClearedAndRefused() async throws {
+        try await upgrade(to: 15, seed: """
+            INSERT INTO products (product_id, type, entitlements, price, price_currency) VALUES
+                ('priced', 'non_consumable', '{a}', '4.99', 'USD'), ('bare', 'non_consumable', '{a}', '4.99', NULL),
+                ('coinless', 'non_consumable', '{a}', NULL, 'EUR'), ('free', 'non_consumable', '{a}', NULL, NULL)
+            """) { pool in
             let rows = try await pool.query("SELECT product_id, price, price_currency FROM products ORDER BY product_id").rows
             #expect(try rows.map { "\(try $0.string("product_id")):\(try $0.optionalString("price") ?? "-"):\(try $0.optionalString("price_currency") ?? "-")" }
                     == ["bare:-:-", "coinless:-:-", "free:-:-", "priced:4.99:USD"])
             await #expect(throws: PostgresError.self) {
                 _ = try await pool.query("UPDATE products SET price_currency = NULL WHERE product_id = 'priced'")
             }
-            await pool.close()
+        }
+    }
+
+    /// A consumable amount past what one transaction may credit (never credited) is lowered to the limit, so the
+    /// catalog still loads with its rules, and refused from then on.
+    @Test @Loop func consumableAmountsPastTheLimitAreLoweredAndRefused() async throws {
+        try await upgrade(to: 17, seed: """
+            INSERT INTO products (product_id, type, entitlements, currency, amount) VALUES
+                ('coins', 'consumable', '{}', 'coins', 100), ('absurd', 'consumable', '{}', 'gems', 9000000000000000000)
+            """) { pool in
+            let rows = try await pool.query("SELECT product_id, amount FROM products ORDER BY product_id").rows
+            #expect(try rows.map { "\(try $0.string("product_id")):\(try $0.int("amount"))" } == ["absurd:1000000000000", "coins:100"])
+            #expect(try await ProductStore().catalog(on: pool).product("absurd")?.amount == Product.maximumAmount)
+            await #expect(throws: PostgresError.self) {
+                _ = try await pool.query("UPDATE products SET amount = 1000000000001 WHERE product_id = 'coins'")
+            }
         }
     }
 

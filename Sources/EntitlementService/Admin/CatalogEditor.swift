@@ -62,6 +62,10 @@ struct CatalogEditor {
             let before = try await products.product(product.productID, on: connection)
             if actor == nil && before == product { return false }  // the file's entry, stored meanwhile
             try await products.upsert(product, on: connection)
+            if let before, actor == nil {
+                // Not an admin action, so not audited; an admin's edit the file undoes is on the record all the same.
+                Log.warning("catalog_entry_replaced", ["product_id": product.productID, "before": String(decoding: try JSONEncoder().encode(before), as: UTF8.self)])
+            }
             if let actor {
                 try await audit.record(actor: actor, action: .productPut, subject: product.productID, userID: nil,
                                        before: try before.map { try PostgresJSON(encoding: $0) }, after: try PostgresJSON(encoding: product),

@@ -19,7 +19,7 @@ struct GrantEditor {
     /// Records a new grant by `actor` and its `grant.create` audit event; returns the grant.
     func create(userID: String, entitlement: String, expiresAt: Date?, reason: String, actor: String, now: Date) async throws -> GrantRecord {
         return try await db.transaction { connection in
-            let watch = try await events.watch([userID], now: now, on: connection)
+            let watch = try await events.watch([userID], on: connection)
             let record = try await grants.create(id: UUID(), userID: userID, entitlement: entitlement, expiresAt: expiresAt,
                                                  reason: reason, actor: actor, now: now, on: connection)
             try await audit.record(actor: actor, action: .grantCreate, subject: record.grant.id, userID: userID,
@@ -35,7 +35,7 @@ struct GrantEditor {
         return try await db.transaction { connection in
             guard let before = try await grants.lockedRecord(id: id, on: connection) else { return nil }
             guard before.grant.revokedAt == nil else { return before }
-            let watch = try await events.watch([before.grant.userID], now: now, on: connection)
+            let watch = try await events.watch([before.grant.userID], on: connection)
             let revokedAt = max(GrantStore.wholeSecond(now), before.grant.createdAt)
             var after = before
             after.grant.revokedAt = revokedAt

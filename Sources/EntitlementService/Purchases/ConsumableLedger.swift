@@ -15,7 +15,7 @@ struct ConsumableLedger {
     func consume(userID: String, currency: String, amount: Int, idempotencyKey: String) async throws -> Int {
         do {
             return try await db.transaction { connection in
-                let watch = try await events.watch([userID], now: Date(), on: connection)
+                let watch = try await events.watch([userID], on: connection)
                 let balance = try await ledger.consume(userID: userID, currency: currency, amount: amount,
                                                        idempotencyKey: idempotencyKey, on: connection)
                 try await events.finish(watch, cause: { _ in .consumableSpent(currency: currency) }, on: connection)

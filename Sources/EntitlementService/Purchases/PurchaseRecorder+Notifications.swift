@@ -78,7 +78,7 @@ extension PurchaseRecorder {
             let watch = try await events.watch(
                 try await usersConcerned(purchases: purchases, tokens: all.flatMap { $0.1.transactions.compactMap(\.accountToken) }, poster: nil,
                                          on: connection),
-                now: Date(), on: connection)
+                on: connection)
             var effects = RecordingEffects(transactions: [])
             var owner: String?
             for (stored, storedFacts) in all {

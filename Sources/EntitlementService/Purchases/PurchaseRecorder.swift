@@ -123,7 +123,7 @@ struct PurchaseRecorder {
             let watch = try await events.watch(
                 try await usersConcerned(purchases: purchases, tokens: transactions.compactMap(\.accountToken), poster: context.poster,
                                          on: connection),
-                now: Date(), on: connection)
+                on: connection)
             let effects = try await record(transactions: transactions, renewals: renewals, latestReceipt: latestReceipt,
                                            environment: environment, catalog: watch.catalog, context: context, on: connection)
             if let claim = context.claim {
@@ -157,7 +157,9 @@ struct PurchaseRecorder {
         let states = Self.subscriptionStates(transactions, renewals: renewals, fromReceipt: latestReceipt != nil, now: Date())
         try await subscriptions.record(states, latestReceipt: latestReceipt, environment: environment, on: connection)
         try await ledger.credit(credits, on: connection)
-        effects.reversedTransactionIDs = try await ledger.settleRefunds(credits.map(\.transactionID), on: connection)
+        // Every transaction, not only those the catalog now credits: a credit made while the product was a consumable
+        // is taken back by its refund even if the catalog has changed the product since.
+        effects.reversedTransactionIDs = try await ledger.settleRefunds(transactions.map(\.transactionID), on: connection)
         try await fulfilOrders(transactions, context: context, on: connection)
         for id in claimed {
             effects.add(try await applyParked(of: id, catalog: catalog, on: connection))

@@ -46,7 +46,8 @@ struct AdminRoutes {
         case (_?, _?):
             throw ProblemError.badRequest("Give 'expires_at' or 'duration', not both (neither makes a lifetime grant).", field: "duration")
         case (let text?, nil):
-            expiresAt = try AdminInput.instant(text, field: "expires_at")
+            // In whole seconds, as grants start and as answers show them: what is stored is what the 201 says.
+            expiresAt = GrantStore.wholeSecond(try AdminInput.instant(text, field: "expires_at"))
         case (nil, let text?):
             expiresAt = try AdminInput.duration(text, field: "duration", from: GrantStore.wholeSecond(now))
         case (nil, nil):

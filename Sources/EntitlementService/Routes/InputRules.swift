@@ -1,3 +1,4 @@
+import AppStore
 import ServiceRuntime
 import EntitlementModel
 import Foundation
@@ -69,12 +70,13 @@ enum InputRules {
     static func receiptBytes(_ value: String) throws -> [UInt8] {
         guard !value.isEmpty else { throw ProblemError.badRequest("'receipt_data' must not be empty.", field: "receipt_data") }
         let compact = value.utf8.allSatisfy { $0 < 0x80 }
-            ? Data(value.utf8.filter { !(0x09...0x0D).contains($0) && $0 != 0x20 })  // ASCII's White_Space
-            : Data(value.filter { !$0.isWhitespace }.utf8)
-        guard let bytes = Data(base64Encoded: compact), !bytes.isEmpty else {
+            ? value.utf8.filter { !(0x09...0x0D).contains($0) && $0 != 0x20 }  // ASCII's White_Space
+            : Array(value.filter { !$0.isWhitespace }.utf8)
+        // Canonical base64 only (the padding exactly what the length needs): what Apple is sent is what was posted.
+        guard let bytes = StrictBase64.decode(compact, .standard), !bytes.isEmpty else {
             throw ProblemError(status: 422, title: "Receipt rejected", detail: "'receipt_data' is not valid base64.",
                                extra: ["field": "receipt_data"])
         }
-        return Array(bytes)
+        return bytes
     }
 }

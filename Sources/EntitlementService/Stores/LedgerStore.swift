@@ -1,3 +1,4 @@
+import EntitlementModel
 import ServiceRuntime
 
 /// The balance was too small for a consume.
@@ -14,9 +15,9 @@ struct IdempotencyKeyReused: Error, Sendable {
 
 /// A consumable purchase's credit: `amount` of `currency` for the owner of `originalTransactionID`.
 struct ConsumableCredit: Sendable {
-    /// The largest credit one transaction may make (10^12, far beyond any real catalog amount times a quantity a
-    /// store sells): balances then stay far from the 64-bit limit.
-    static let maximum = 1_000_000_000_000
+    /// The largest credit one transaction may make (a catalog's largest amount, far beyond any real amount times a
+    /// quantity a store sells): balances then stay far from the 64-bit limit.
+    static let maximum = Product.maximumAmount
 
     var transactionID: String
     var originalTransactionID: String

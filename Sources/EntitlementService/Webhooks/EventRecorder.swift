@@ -46,13 +46,19 @@ struct EventRecorder {
 
     /// Holds the catalog (shared), then locks the heads of `users` and reads what each holds before the change
     /// (their last written state, or, for a user never written or one whose state time has changed since, an
-    /// evaluation at `now`). A transaction that changes nothing after all may end without
+    /// evaluation at the watch's `now`). A transaction that changes nothing after all may end without
     /// ``finish(_:affected:cause:on:)``.
-    func watch(_ users: Set<String>, now: Date, on connection: PostgresConnection) async throws -> Watch {
+    ///
+    /// The watch's `now` is read once the locks are held: a writer that held one of these heads before committed
+    /// a change stamped by its own clock, which is then in the past of this one's however long the locks took,
+    /// so the users' events follow the order of their changes (in time as in `sequence`).
+    func watch(_ users: Set<String>, on connection: PostgresConnection) async throws -> Watch {
         let catalog = try await heldCatalog(on: connection)
+        let locked = try await events.lockHeads(Array(users), on: connection)
+        let now = Date()
         var watch = Watch(catalog: catalog, now: now, heads: [:], before: [:])
         var stale: [EventHead] = []
-        for head in try await events.lockHeads(Array(users), on: connection) {
+        for head in locked {
             if let state = head.state, head.nextChangeAt.map({ $0 > now }) ?? true {
                 watch.before[head.userID] = state
                 watch.heads[head.userID] = head

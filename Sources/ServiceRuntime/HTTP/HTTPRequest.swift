@@ -70,8 +70,9 @@ public struct HTTPRequest: Sendable, Equatable {
     /// The body decoded as JSON.
     ///
     /// Throws a 415 `ProblemError` when the body comes with a `Content-Encoding` (none is decoded), and a 400 one
-    /// when it is empty, not UTF-8, not JSON, gives a name twice in one object, or does not fit `T`; the
-    /// detail and the `field` member name the offending field (`items[0].product_id`) when there is one.
+    /// when it is empty, not UTF-8, not JSON (a trailing comma included), gives a name twice in one object, or does
+    /// not fit `T`; the detail and the `field` member name the offending field (`items[0].product_id`) when there is
+    /// one.
     /// Dates are RFC 3339 strings, with or without fractional seconds.
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws -> T {
         let body = box.fields.body
@@ -83,8 +84,10 @@ public struct HTTPRequest: Sendable, Equatable {
         guard String(validating: body, as: UTF8.self) != nil else {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")
         }
-        if let duplicate = JSONDuplicateNames.firstDuplicate(in: body) {
-            throw ProblemError.badRequest("The field '\(duplicate)' is given more than once.", field: duplicate)
+        switch JSONLeniency.first(in: body) {
+        case .repeatedName(let field): throw ProblemError.badRequest("The field '\(field)' is given more than once.", field: field)
+        case .trailingComma: throw ProblemError.badRequest("The request body is not valid JSON: a comma comes before '}' or ']'.")
+        case nil: break
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .rfc3339

@@ -1,10 +1,18 @@
-/// Finds a name given twice in one JSON object of a request body. Parsers disagree on such a body (Foundation's
-/// keeps the first value, JavaScript's, Python's and Go's the last), so a gateway and this server could read
-/// different values from one request: it is refused instead, naming the field.
+/// What Foundation's `JSONDecoder` would accept in a request body that a strict reader refuses or reads
+/// otherwise, found before the decoder sees the body:
+/// - a name given twice in one object: parsers disagree on such a body (Foundation's keeps the first value,
+///   JavaScript's, Python's and Go's the last), so a gateway and this server could read different values from
+///   one request; it is refused instead, naming the field;
+/// - a comma before `}` or `]`, which JSON (RFC 8259) does not allow and Foundation lets through.
 ///
 /// One pass over the bytes, no recursion; names are compared after their escapes are decoded (`"user\u005fid"`
-/// is `user_id`). It judges only names: a body that is not JSON is left to the decoder to refuse.
-enum JSONDuplicateNames {
+/// is `user_id`). Anything else a body may get wrong is left to the decoder to refuse.
+enum JSONLeniency: Equatable {
+    /// The path of a name repeated within one object (`items[0].product_id`).
+    case repeatedName(String)
+    /// A comma before the end of an object or array.
+    case trailingComma
+
     /// An open object (its names seen, the current member's, whether a name comes next) or array (the index of
     /// its current element); changed in place, so a large object costs no copies of its names.
     private struct Frame {
@@ -27,10 +35,11 @@ enum JSONDuplicateNames {
         init(intValue: Int) { (stringValue, self.intValue) = (String(intValue), intValue) }
     }
 
-    /// The path of the first name repeated within one object (`items[0].product_id`), or nil.
-    static func firstDuplicate(in bytes: [UInt8]) -> String? {
+    /// The first of these leniencies in `bytes`, or nil.
+    static func first(in bytes: [UInt8]) -> JSONLeniency? {
         var stack: [Frame] = []
         var position = 0
+        var previous: UInt8 = 0  // the last byte outside strings that is not white space
         while position < bytes.count {
             let byte = bytes[position]
             position += 1
@@ -40,11 +49,13 @@ enum JSONDuplicateNames {
             case UInt8(ascii: "["):
                 stack.append(Frame())
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                if previous == UInt8(ascii: ",") { return .trailingComma }
                 guard stack.popLast() != nil else { return nil }
             case UInt8(ascii: ","):
                 guard !stack.isEmpty else { return nil }
                 if stack[stack.count - 1].names == nil { stack[stack.count - 1].index += 1 } else { stack[stack.count - 1].expectsName = true }
             case UInt8(ascii: "\""):
+                previous = byte
                 guard let top = stack.indices.last, stack[top].names != nil, stack[top].expectsName else {
                     guard skipString(bytes, &position) else { return nil }  // a value: only its end matters
                     continue
@@ -53,11 +64,15 @@ enum JSONDuplicateNames {
                 stack[top].current = name
                 stack[top].expectsName = false
                 guard stack[top].names!.insert(name).inserted else {
-                    return HTTPRequest.fieldPath(stack.compactMap(\.codingKey))
+                    return .repeatedName(HTTPRequest.fieldPath(stack.compactMap(\.codingKey)))
                 }
-            default:
                 continue
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"):
+                continue
+            default:
+                break
             }
+            previous = byte
         }
         return nil
     }

@@ -2,8 +2,9 @@ import Testing
 @testable import ServiceRuntime
 
 /// Request bodies that give a name twice in one object are found, with the field's path; names are compared with
-/// their escapes decoded, and strings that are values, however they look, are never taken for names.
-@Suite struct JSONDuplicateNamesTests {
+/// their escapes decoded, and strings that are values, however they look, are never taken for names. A comma before
+/// the end of an object or array, which Foundation's decoder lets through, is found too.
+@Suite struct JSONLeniencyTests {
     @Test(arguments: [
         (#"{"user_id": "a", "user_id": "b"}"#, "user_id"),
         (#"{"user_id": "a", "user\u005fid": "b"}"#, "user_id"),
@@ -13,7 +14,7 @@ import Testing
         (#"{"\ud83d\ude00": 1, "😀": 2}"#, "😀"),
     ])
     func aRepeatedNameIsFound(body: String, path: String) {
-        #expect(JSONDuplicateNames.firstDuplicate(in: Array(body.utf8)) == path)
+        #expect(JSONLeniency.first(in: Array(body.utf8)) == .repeatedName(path))
     }
 
     @Test(arguments: [
@@ -21,13 +22,21 @@ import Testing
         #"{"a": {"x": 1}, "b": {"x": 1}, "c": [{"x": 1}, {"x": 2}]}"#,
         #"{"a\"b": 1, "a": 2, "b": 3}"#,
         #"{"x": "\\", "y": "\\\"", "z": 1}"#,
-        "[1, 2, 3]", "\"text\"", "{\"unterminated", "}}]]", "",
+        #"{"a": ",}", "b": [",]"], "c": "\\", "d": {}}"#,
+        "[1, 2, 3]", "\"text\"", "{\"unterminated", "}}]]", "", "[]", "{ }",
     ])
     func distinctNamesAndNonJSONPass(body: String) {
-        #expect(JSONDuplicateNames.firstDuplicate(in: Array(body.utf8)) == nil)
+        #expect(JSONLeniency.first(in: Array(body.utf8)) == nil)
     }
 
-    @Test func aRouteRefusesADuplicateNamingTheField() async throws {
+    @Test(arguments: [
+        #"{"user_id": "a",}"#, "{\"a\": 1 ,\n\t}", #"{"x": [1, 2,]}"#, #"[{"k": 1},]"#, #"{"a": {"b": "}",},"c": 1}"#,
+    ])
+    func aTrailingCommaIsFound(body: String) {
+        #expect(JSONLeniency.first(in: Array(body.utf8)) == .trailingComma)
+    }
+
+    @Test func aRouteRefusesADuplicateNamingTheFieldAndATrailingComma() async throws {
         struct Body: Decodable { var user_id: String }
         let server = try await HTTPTestServer.start { router in
             router.post("/named") { request, _ in .json(["user_id": try request.decodeJSON(Body.self).user_id]) }
@@ -35,6 +44,9 @@ import Testing
         let refused = try await server.request("/named", method: "POST", body: #"{"user_id": "a", "user_id": "b"}"#)
         #expect(refused.status == 400)
         #expect(try refused.json()["field"] as? String == "user_id")
+        let comma = try await server.request("/named", method: "POST", body: #"{"user_id": "a",}"#)
+        #expect(comma.status == 400)
+        #expect(try comma.json()["detail"] as? String == "The request body is not valid JSON: a comma comes before '}' or ']'.")
         let fine = try await server.request("/named", method: "POST", body: #"{"user_id": "a"}"#)
         #expect(fine.status == 200)
         await server.shutdown()
