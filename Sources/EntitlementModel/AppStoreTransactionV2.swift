@@ -42,7 +42,8 @@ public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
             cancellationDate: try payload.appleMilliseconds(.revocationDate),
             cancellationReason: try payload.appleString(.revocationReason),
             isUpgraded: try payload.appleBool(.isUpgraded) ?? false,
-            isTrialPeriod: offerType == Self.introductoryOffer && isFreeTrial,
+            // Free whatever the offer (introductory, promotional, offer code, win-back): no revenue, a trial.
+            isTrialPeriod: isFreeTrial,
             isInIntroOfferPeriod: offerType == Self.introductoryOffer,
             ownership: try payload.appleString(.inAppOwnershipType)?.uppercased() == "FAMILY_SHARED" ? .familyShared : .purchased,
             quantity: try payload.appleInt(.quantity) ?? 1,

@@ -44,9 +44,24 @@ extension DerivedEntitlementEvent {
         case .transferredIn(let users, let report), .transferredOut(let users, let report):
             // About a purchase that moved, with the user it moved from (or to): purchases from several users in one
             // recording each have their own.
-            let moved = Self.movedPurchase(before: before, after: after, among: Set(users.keys))
-            var event = DerivedEntitlementEvent(type: .transfer, purchase: moved, report: report)
-            let counterpart = moved.flatMap { users[$0.originalTransactionID] } ?? users.values.min()
+            var event: DerivedEntitlementEvent
+            let movedChain: String?
+            if let moved = Self.movedPurchase(before: before, after: after, among: Set(users.keys)) {
+                event = DerivedEntitlementEvent(type: .transfer, purchase: moved, report: report)
+                movedChain = moved.originalTransactionID
+            } else if let newest = report.transactions.filter({ users[$0.transaction.originalTransactionID] != nil })
+                        .max(by: { $0.transaction.wasBought(before: $1.transaction) }) {
+                // A purchase that gave nothing any more (ended, refunded) moved: only its listing changed, and the
+                // event still names it, as the recording shows it.
+                event = DerivedEntitlementEvent(
+                    type: .transfer, productID: newest.transaction.productID, transactionID: newest.transaction.transactionID,
+                    originalTransactionID: newest.transaction.originalTransactionID, environment: newest.environment)
+                movedChain = newest.transaction.originalTransactionID
+            } else {
+                event = DerivedEntitlementEvent(type: .transfer)
+                movedChain = nil
+            }
+            let counterpart = movedChain.flatMap { users[$0] } ?? users.values.min()
             if case .transferredIn = cause { event.transferredFrom = counterpart } else { event.transferredTo = counterpart }
             return event
         case .timePassed(let transactions):
@@ -283,7 +298,10 @@ extension DerivedEntitlementEvent {
         guard case .appStore(let after) = new.source else { return nil }
         guard case .appStore(let before) = old.source else { return gained(new, after: nil) }
         if before.productID != after.productID {
+            // Another product of the same subscription (an upgrade, a downgrade, a crossgrade) is a product change;
+            // a subscription of its own (another group's, unlocking the same) is a purchase.
             return after.productType == .autoRenewable && before.productType == .autoRenewable
+                && before.originalTransactionID == after.originalTransactionID
                 ? .productChange : gained(new, after: nil)
         }
         if (!before.inBillingRetry && after.inBillingRetry) || (!before.inGracePeriod && after.inGracePeriod) {

@@ -19,6 +19,34 @@ extension AdminTests {
                 """, [id, product, environment, purchased, quantity, refunded, ownership])
         }
 
+        /// A purchase counts at the catalog price in force when it was made: a later price, or a price in another
+        /// currency, leaves past revenue as it was (each price its own row). A period ended by an upgrade was paid
+        /// for: not a refund.
+        @Test @Loop func pastRevenueKeepsItsPriceAndAnUpgradeIsNoRefund() async throws {
+            try await AdminHarness.run { service in
+                let monthly = "com.example.premium.monthly"
+                try await Self.insert(service, "1", product: monthly, environment: "Production", purchased: "2026-03-01T00:00:00Z")
+                try await Self.insert(service, "2", product: monthly, environment: "Production", purchased: "2026-03-02T00:00:00Z")
+                _ = try await service.sql("""
+                    UPDATE app_store_transactions SET is_upgraded = true, cancellation_date = purchase_date + interval '10 days' WHERE transaction_id = '2'
+                    """)
+                let rows = { @Loop () async throws -> [String] in
+                    let reply = try await service.call("GET", "/v1/admin/reports/purchases?from=2026-03-01T00:00:00Z&to=2099-01-01T00:00:00Z")
+                    return (reply.object["rows"] as? [[String: Any]] ?? []).filter { $0["product_id"] as? String == monthly }.map {
+                        "count=\($0["count"] as? Int ?? -1) refunded=\($0["refunded"] as? Int ?? -1) price=\($0["price"] as? String ?? "null") "
+                            + "\($0["price_currency"] as? String ?? "null") revenue=\($0["revenue"] as? String ?? "null")"
+                    }
+                }
+                #expect(try await rows() == ["count=2 refunded=0 price=4.99 USD revenue=9.98"])
+
+                let yen = #"{"type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "800", "price_currency": "JPY"}"#
+                #expect(try await service.call("PUT", "/v1/admin/products/\(monthly)", body: yen).status == 200)
+                #expect(try await rows() == ["count=2 refunded=0 price=4.99 USD revenue=9.98"])
+                try await Self.insert(service, "3", product: monthly, environment: "Production", purchased: RFC3339.string(from: Date().addingTimeInterval(1)))
+                #expect(try await rows() == ["count=1 refunded=0 price=800 JPY revenue=800", "count=2 refunded=0 price=4.99 USD revenue=9.98"])
+            }
+        }
+
         @Test @Loop func purchasesAreGroupedByProductAndEnvironment() async throws {
             try await AdminHarness.run { service in
                 let monthly = "com.example.premium.monthly", coins = "com.example.coins.100"

@@ -203,6 +203,15 @@ extension AdminTests {
                 let years = try await service.call("GET", "/v1/admin/reports/timeseries?from=2020-01-01T00:00:00Z&to=2026-01-01T00:00:00Z&interval=week")
                 #expect(years.status == 200, "\(years)")
                 #expect((years.object["periods"] as? [Any])?.count == 314, "\(years.object["periods"] ?? "")")
+                // At most 398 buckets, counted as the report makes them: 398 days from midnight are answered, 399
+                // are not, nor 398 days that start mid-day (399 buckets).
+                for (window, status, buckets) in [("from=2024-01-01T00:00:00Z&to=2025-02-02T00:00:00Z", 200, 398),
+                                                  ("from=2024-01-01T00:00:00Z&to=2025-02-03T00:00:00Z", 400, 0),
+                                                  ("from=2024-01-01T12:00:00Z&to=2025-02-02T12:00:00Z", 400, 0)] {
+                    let reply = try await service.call("GET", "/v1/admin/reports/timeseries?interval=day&\(window)")
+                    #expect(reply.status == status, "\(window): \(reply)")
+                    if status == 200 { #expect((reply.object["periods"] as? [Any])?.count == buckets, "\(window)") }
+                }
                 #expect(try await service.call("GET", "/v1/admin/reports/timeseries", key: .app).status == 403)
                 #expect(try await service.call("GET", "/v1/admin/reports/timeseries", key: .none).status == 401)
             }

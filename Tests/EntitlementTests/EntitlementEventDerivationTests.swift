@@ -123,6 +123,21 @@ import Testing
                                                cause: Self.appStore([late]))?.type == .renewal)
     }
 
+    /// A subscription of its own (another group's, unlocking the same) that now shows the entitlement is bought,
+    /// not a change of product: only the same subscription changes product.
+    @Test func aSubscriptionOfItsOwnTakingOverIsAPurchase() throws {
+        let catalog = try Catalog(products: Self.catalog.products
+            + [Product(productID: "family", type: .autoRenewable, entitlements: ["premium"], subscriptionGroup: "h")])
+        let first = Self.subscription("100", month: 0)
+        var other = Self.subscription("200", chain: "200", product: "family", month: 0)
+        other.purchaseDate = first.purchaseDate.addingTimeInterval(86_400)
+        other.expiresDate = first.expiresDate!.addingTimeInterval(86_400)
+        let at = other.purchaseDate.addingTimeInterval(60)
+        let event = DerivedEntitlementEvent.derive(before: Self.state([first], catalog: catalog, at: at),
+                                                   after: Self.state([first, other], catalog: catalog, at: at), cause: Self.appStore([other]))
+        #expect(event?.type == .initialPurchase && event?.productID == "family", "\(String(describing: event))")
+    }
+
     @Test func renewalInfoChangesNameCancellationUncancellationAndBillingIssue() {
         let first = Self.subscription("100", month: 0)
         let at = Self.start.addingTimeInterval(60)
@@ -487,6 +502,18 @@ import Testing
         var lost = expected
         lost.transferredTo = "u2"
         #expect(DerivedEntitlementEvent.derive(before: owned, after: EntitlementState(), cause: .transferredOut(to: ["7": "u2"], report: report)) == lost)
+        // A purchase that had ended moves: only its listing leaves the old owner, and both events still name it.
+        let ended = Self.subscription("300", chain: "300", month: 0)
+        let endedAt = ended.expiresDate!.addingTimeInterval(86_400)
+        guard case .appStore(let endedReport) = Self.appStore([ended], new: []) else { return }
+        let listed = Self.state([ended], at: endedAt)
+        #expect(listed.entitlements["premium"]?.active == false)
+        for (before, after, cause) in [(listed, EntitlementState(), EntitlementChangeCause.transferredOut(to: ["300": "u2"], report: endedReport)),
+                                       (EntitlementState(), listed, .transferredIn(from: ["300": "u0"], report: endedReport))] {
+            let event = DerivedEntitlementEvent.derive(before: before, after: after, cause: cause)
+            #expect(event?.productID == "monthly" && event?.transactionID == "300" && event?.originalTransactionID == "300"
+                    && event?.environment == .sandbox, "\(String(describing: event))")
+        }
         // Purchases from two users at once: the event names one of them with the user it came from, never another's.
         let pass = StoreTransaction(transactionID: "8", originalTransactionID: "8", productID: "pass", purchaseDate: Self.start)
         let both = Self.state([bought, pass], at: Self.start.addingTimeInterval(60))

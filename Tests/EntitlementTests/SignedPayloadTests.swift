@@ -241,6 +241,17 @@ import X509
         #expect(app.receiptCreationDate == Date(timeIntervalSince1970: 1_698_148_900))
     }
 
+    /// A free trial is free whatever the offer gives it (introductory, promotional, offer code, win-back): no
+    /// revenue; only an introductory offer is the intro period.
+    @Test(arguments: [(1, true), (2, false), (3, false), (4, false)])
+    func aFreeTrialOfAnyOfferIsATrial(offerType: Int, intro: Bool) throws {
+        for (discount, trial) in [("FREE_TRIAL", true), ("PAY_AS_YOU_GO", false)] {
+            let json = #"{"transactionId": "1", "productId": "p", "purchaseDate": 1698148900000, "offerType": \#(offerType), "offerDiscountType": "\#(discount)"}"#
+            let transaction = try AppStoreTransactionV2(jsonData: Data(json.utf8)).transaction
+            #expect(transaction.isTrialPeriod == trial && transaction.isInIntroOfferPeriod == intro, "\(offerType) \(discount)")
+        }
+    }
+
     @Test func anUndecodablePayloadNamesItsField() {
         #expect(throws: AppStoreDecodingError.self) { try AppStoreNotificationV2(jsonData: Data(#"{"data": {}}"#.utf8)) }
         do {

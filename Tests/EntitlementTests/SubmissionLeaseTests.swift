@@ -231,4 +231,38 @@ struct SubmissionLeaseTests {
             #expect(try await store.backlog(on: stack.pool) == (0, 0))
         }
     }
+
+    /// At shutdown a request waiting for Apple goes on waiting (within its own `wait_ms`) for the shutdown's grace:
+    /// Apple's answer within it is the request's answer; past it the request is answered pending, and the
+    /// verification stays stored for the next attempt.
+    @Test func aShutdownLetsWaitingRequestsFinishWithinItsGrace() async throws {
+        try await PurchaseStack.run { stack in
+            let apple = ScriptedVerifier()
+            let service = stack.service(apple)
+            let receipt = purchase()
+            apple.holdNextCall()
+            let answered = Task { @Loop in
+                try await service.submit(userID: "grace-user", receiptData: receipt.receiptData, orderID: nil, waitMs: 30_000, actor: "test")
+            }
+            await apple.awaitHeldCall()
+            service.beginShutdown(grace: 60_000)
+            apple.release(try receipt.verified())
+            guard case .verified? = try await answered.value.outcome else { Issue.record("not answered with Apple's verdict"); return }
+            await service.releaseClaims()
+
+            let late = purchase().with { $0.addPurchase("com.example.lifetime", transactionID: "grace-2", purchased: Date()) }
+            let cut = stack.service(apple)
+            apple.holdNextCall()
+            let waiting = Task { @Loop in
+                try await cut.submit(userID: "grace-user", receiptData: late.receiptData, orderID: nil, waitMs: 30_000, actor: "test")
+            }
+            await apple.awaitHeldCall()
+            cut.beginShutdown(grace: 50)
+            #expect(try await waiting.value.outcome == nil, "answered pending once the grace is over")
+            await cut.releaseClaims()
+            apple.release(try late.verified())
+            #expect(try await stack.sql("SELECT 1 FROM receipt_submissions WHERE status = 'pending'").count == 1)
+        }
+    }
+
 }

@@ -7,11 +7,15 @@ this check runs a receiver answering 204. The check makes its own scenario throu
 fake App Store's verifyReceipt, Production and Sandbox, a server order, and a user whose id is markup), then
 drives /admin: a wrong key is refused with a clear message; sign-in; the customer found by user id, by original
 transaction id, by transaction id and by server order id (each read in under a second), with its entitlements
-and the source that wins; a grant and its revocation, each seen among the customer's events; the Apple actions
-disabled without an App Store Server API key; a seeded customer; the markup user id shown as text with no script
-run; Revenue's chart drawn from the scenario's purchases, Production and Sandbox apart; the purchases CSV
-downloaded; Operations listing notifications, webhook deliveries (one redelivered and received again) and the
-audit log; Receipts reading a shared Apple receipt with each purchase's owner. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first failed check.
+(each purchase's details: renewal, family sharing; purchased products the catalog lacks) and the source that wins; a
+grant and its revocation, each seen among the customer's events; a double click on Grant granting once and emptying
+the form; a long reason and entitlement wrapping within the page; the Apple actions disabled without an App Store
+Server API key; a seeded customer; the markup user id shown as text with no script run; a user id with a
+right-to-left override kept apart from the header around it; a slow answer for one customer never shown over the
+customer asked for later; a service that cannot be reached and a 503's Retry-After said plainly; sign-out
+forgetting the customer shown; Revenue's chart drawn from the scenario's purchases, Production and Sandbox apart; the purchases CSV
+downloaded; Operations listing notifications, webhook deliveries (one redelivered and received again; a slow
+answer for a status filter no longer chosen dropped) and the audit log; Receipts reading a shared Apple receipt with each purchase's owner. Writes a screenshot of each page to SCREENSHOT_DIR and exits non-zero on the first failed check.
 """
 import base64
 import http.server
@@ -27,7 +31,9 @@ import uuid
 from selenium import webdriver
 from selenium.common.exceptions import NoAlertPresentException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 BASE, APP_KEY, ADMIN_KEY, SHOTS, HOOK_PORT = sys.argv[1:6]
@@ -36,6 +42,18 @@ XSS_USER = "<img src=x onerror=alert(1)>"
 MONTHLY, LIFETIME, COINS = "com.example.premium.monthly", "com.example.lifetime", "com.example.coins.100"
 FIXTURES = os.environ.get("APPLE_FIXTURES") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "fixtures", "apple")
 RECEIPT_USER, RECEIPT_ORIGINAL = "console-receipt-" + RUN, "1000000692878476"
+# A user id holding a right-to-left override (U+202E): shown as is, it would reverse the header after it.
+RTL_USER = "console-rtl-\u202e" + RUN
+DETAILS_USER, UNKNOWN_PRODUCT = "console-details-" + RUN, "com.example.not.in.catalog"
+# Delays, in the page, the answers to requests whose URL holds window.slowMatch by two seconds.
+SLOW_FETCH = """
+if (!window.realFetch) window.realFetch = window.fetch;
+window.slowMatch = arguments[0];
+window.fetch = function (url, options) {
+  const answer = window.realFetch.call(this, url, options);
+  return String(url).includes(window.slowMatch) ? answer.then((r) => new Promise((done) => setTimeout(() => done(r), 2000))) : answer;
+};
+"""
 
 
 def call(method, path, body=None, key=APP_KEY):
@@ -45,10 +63,11 @@ def call(method, path, body=None, key=APP_KEY):
         return json.load(response)
 
 
-def receipt(transaction_id, product, environment):
-    """A fake receipt (base64 of {"fake": {...}} in Apple's field names) bought now."""
+def receipt(transaction_id, product, environment, **extra):
+    """A fake receipt (base64 of {"fake": {...}} in Apple's field names) bought now; `extra`: more of the
+    transaction's fields (in_app_ownership_type)."""
     now = int(time.time() * 1000)
-    transaction = {"transaction_id": transaction_id, "product_id": product, "purchase_date_ms": now}
+    transaction = dict({"transaction_id": transaction_id, "product_id": product, "purchase_date_ms": now}, **extra)
     if product == MONTHLY:
         transaction["expires_date_ms"] = now + 30 * 86_400_000
     fake = {"bundle_id": "com.example.app", "environment": environment, "in_app": [transaction], "latest_receipt_info": [transaction]}
@@ -89,6 +108,13 @@ def scenario():
     call("POST", "/v1/admin/users/" + user + "/grants", {"entitlement": "premium", "duration": "P1D", "reason": "second source"}, key=ADMIN_KEY)
     call("POST", "/v1/admin/users/" + urllib.parse.quote(XSS_USER, safe="") + "/grants",
          {"entitlement": "premium", "duration": "P1D", "reason": "markup user id"}, key=ADMIN_KEY)
+    call("POST", "/v1/admin/users/" + urllib.parse.quote(RTL_USER, safe="") + "/grants",
+         {"entitlement": "premium", "duration": "P1D", "reason": "right-to-left override"}, key=ADMIN_KEY)
+    # The details user: a family-shared monthly subscription (Sandbox, apart from the Revenue checks' Production)
+    # and a purchase of a product the catalog lacks.
+    for offset, (product, extra) in enumerate([(MONTHLY, {"in_app_ownership_type": "FAMILY_SHARED"}), (UNKNOWN_PRODUCT, {})]):
+        answer = call("POST", "/v1/receipts", {"user_id": DETAILS_USER, "receipt_data": receipt(str(7_100_000_000 + base * 10 + offset), product, "Sandbox", **extra)})
+        check(answer.get("status") == "verified", f"the details user's receipt of {product}: {answer}")
     return user, sandbox_user, ids[0], ids[1], order["order_id"]
 
 
@@ -225,9 +251,39 @@ def main():
         check(any(r[1] == "beta" and r[6] != "—" for r in rows("grants")), f"the grant shows its revocation: {rows('grants')}")
         shot("customer-revoked")
 
+        # A double click on Grant grants once; the form is emptied after it, so that Enter again grants nothing.
+        once = "once-" + RUN
+        by_id("grant-entitlement").send_keys(once)
+        by_id("grant-reason").send_keys("double click " + RUN)
+        ActionChains(driver).double_click(by_id("grant-form").find_element(By.CSS_SELECTOR, "button[type=submit]")).perform()
+        wait.until(lambda d: any(r[0] == once for r in rows("entitlements")))
+        check(all(by_id(f).get_attribute("value") == "" for f in ["grant-entitlement", "grant-duration", "grant-reason"]),
+              "the grant form is emptied after a grant")
+        by_id("grant-reason").send_keys(Keys.ENTER)
+        time.sleep(1)  # time for a second or third grant, were one sent
+        granted = [g for g in call("GET", "/v1/admin/users/" + user, key=ADMIN_KEY)["grants"] if g["entitlement"] == once]
+        check(len(granted) == 1, f"a double click on Grant, then Enter, grants once: {len(granted)} grant(s)")
+
+        # A 1000-character reason and a 255-character entitlement, neither with a space: wrapped, not widening the page.
+        wide = "wide-" + "w" * 250
+        call("POST", "/v1/admin/users/" + user + "/grants", {"entitlement": wide, "reason": "r" * 1000}, key=ADMIN_KEY)
+        find("user_id", user, user)
+        wait.until(lambda d: any(r[1] == wide for r in rows("grants")))
+        width = driver.execute_script("return [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        check(width[0] <= width[1], f"a long reason and entitlement fit the page: {width[0]} px wide in {width[1]} px")
+        shot("customer-long-text", "grants")
+
         # One of the 100 000 seeded customers, by its purchase.
         find("original_transaction_id", "5000054321", "load-54321")
         check(any(r[0] == "5000054321" for r in rows("transactions")), "the seeded customer's purchase")
+
+        # A purchase's details (family sharing, renewal) and a purchased product the catalog lacks.
+        find("user_id", DETAILS_USER, DETAILS_USER)
+        entitlements = rows("entitlements")
+        check(any(r[0] == "premium" and "family shared" in r[5] and ("renews" in r[5] or "auto-renew off" in r[5]) for r in entitlements),
+              f"the subscription's details: {entitlements}")
+        check(UNKNOWN_PRODUCT in by_id("unknown-products").text, "the product not in the catalog: " + by_id("unknown-products").text)
+        shot("customer-details")
 
         # The markup user id: text, no element made, no script run.
         find("user_id", XSS_USER, XSS_USER)
@@ -239,6 +295,51 @@ def main():
         except NoAlertPresentException:
             check(True, "no script ran")
         shot("customer-markup-user-id")
+
+        # A right-to-left override in the user id reorders the id only: the header's "as of …" stays after it.
+        find("user_id", RTL_USER, RTL_USER)
+        place = driver.execute_script("""const id = document.getElementById('customer-id').getBoundingClientRect();
+            const hint = document.getElementById('customer-as-of').parentElement.getBoundingClientRect();
+            return [id.right, hint.left];""")
+        check(place[1] >= place[0] - 1, f"the right-to-left user id is isolated: its box ends at {place[0]:.0f}, the header's rest starts at {place[1]:.0f}")
+        shot("customer-rtl-user-id")
+
+        # A slow answer for one customer does not replace the customer asked for after it.
+        driver.execute_script(SLOW_FETCH, "/v1/admin/users/" + sandbox_user)
+        Select(by_id("find-by")).select_by_value("user_id")
+        by_id("find-value").clear()
+        by_id("find-value").send_keys(sandbox_user)
+        by_id("find-form").submit()
+        time.sleep(0.2)
+        asked = time.monotonic()
+        find("user_id", user, user)
+        time.sleep(max(0, 2.5 - (time.monotonic() - asked)))
+        check(by_id("customer-id").text == user and not any(r[0] == "premium" and "Sandbox" in r[3] for r in rows("entitlements")),
+              f"a slow answer for {sandbox_user} is dropped: {by_id('customer-id').text} shown")
+        driver.execute_script("window.fetch = window.realFetch")
+
+        # The service out of reach, or answering 503 with Retry-After: said plainly.
+        driver.execute_script("window.fetch = () => Promise.reject(new TypeError('Failed to fetch'))")
+        by_id("find-form").submit()
+        wait.until(lambda d: by_id("message").text)
+        check(by_id("message").text == "The service cannot be reached.", "an unreachable service: " + by_id("message").text)
+        driver.execute_script("""window.fetch = () => Promise.resolve(new Response(JSON.stringify({detail: 'Ask again after Retry-After seconds.'}),
+            {status: 503, headers: {'Content-Type': 'application/problem+json', 'Retry-After': '7'}}))""")
+        by_id("find-form").submit()
+        wait.until(lambda d: "503" in by_id("message").text)
+        check("7 s" in by_id("message").text, "a 503's Retry-After: " + by_id("message").text)
+        driver.execute_script("window.fetch = window.realFetch")
+
+        # Sign-out forgets the customer shown (no Revoke left to press); signing in again shows none.
+        find("user_id", XSS_USER, XSS_USER)
+        by_id("sign-out").click()
+        wait.until(lambda d: by_id("page-sign-in").is_displayed())
+        check(by_id("customer-id").get_attribute("textContent") == "" and not driver.find_elements(By.CSS_SELECTOR, "#customer button.revoke"),
+              "sign-out forgets the customer shown")
+        by_id("admin-key").send_keys(ADMIN_KEY)
+        by_id("sign-in-form").submit()
+        wait.until(lambda d: by_id("page-customers").is_displayed() and "Signed in" in by_id("message").text)
+        check(not by_id("customer").is_displayed() and not rows("grants"), "after signing in again no customer is shown")
 
         # Revenue: the chart from the scenario's purchases, Production and Sandbox apart.
         driver.find_element(By.CSS_SELECTOR, "nav button[data-page=revenue]").click()
@@ -295,6 +396,15 @@ def main():
         by_id("ops-audit").find_element(By.CSS_SELECTOR, "button.more").click()
         wait.until(lambda d: len(by_id("ops-audit").find_elements(By.CSS_SELECTOR, "tbody tr")) > count)
         check(True, "the audit log pages on")
+        # The deliveries filter changed while the first status's answer is slow: that answer is dropped.
+        driver.execute_script(SLOW_FETCH, "status=pending")
+        Select(by_id("deliveries-status")).select_by_value("pending")
+        time.sleep(0.2)
+        Select(by_id("deliveries-status")).select_by_value("delivered")
+        time.sleep(2.5)
+        statuses = {r[3] for r in rows("ops-deliveries")}
+        check(statuses == {"delivered"}, f"a slow answer for another status is dropped: {statuses}")
+        driver.execute_script("window.fetch = window.realFetch")
         # A user id in a list opens the customer.
         by_id("ops-audit").find_element(By.XPATH, ".//button[contains(@class, 'user') and text()='%s']" % user).click()
         wait.until(lambda d: by_id("page-customers").is_displayed() and by_id("customer-id").text == user)

@@ -88,8 +88,9 @@ enum AdminInput {
         guard let interval = ReportInterval(rawValue: request.query["interval"] ?? "day") else {
             throw ProblemError.badRequest("'interval' must be day, week or month.", field: "interval")
         }
-        guard window.to.timeIntervalSince(window.from) / interval.approximateSeconds < Double(ReportInterval.maximumBuckets - 2) else {
-            throw ProblemError.badRequest("The window holds more than \(ReportInterval.maximumBuckets - 2) \(interval.rawValue)s: take a longer interval or a shorter window.", field: "interval")
+        let limit = ReportInterval.maximumBuckets
+        guard interval.bucketCount(from: window.from, to: window.to, limit: limit) <= limit else {
+            throw ProblemError.badRequest("The window holds more than \(limit) \(interval.rawValue)s: take a longer interval or a shorter window.", field: "interval")
         }
         return interval
     }

@@ -6,17 +6,29 @@ import Foundation
 enum ReportInterval: String, Sendable {
     case day, week, month
 
-    /// Roughly one bucket's length, to bound how many buckets a window makes.
-    var approximateSeconds: TimeInterval {
-        switch self {
-        case .day: 86_400
-        case .week: 7 * 86_400
-        case .month: 2_629_746
+    /// How many buckets `[from, to)` makes, as the report's `generate_series` makes them: from the start of the
+    /// bucket holding `from` (a UTC day, an ISO week from Monday, a month), one a step, while one starts before
+    /// `to`; counting stops once past `limit`.
+    func bucketCount(from: Date, to: Date, limit: Int) -> Int {
+        var calendar = Calendar(identifier: .iso8601)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        let unit: Calendar.Component = switch self {
+        case .day: .day
+        case .week: .weekOfYear
+        case .month: .month
         }
+        guard var start = calendar.dateInterval(of: unit, for: from)?.start else { return limit + 1 }
+        var count = 0
+        while start < to && count <= limit {
+            count += 1
+            guard let next = calendar.date(byAdding: unit, value: 1, to: start) else { break }
+            start = next
+        }
+        return count
     }
 
-    /// The most buckets one report answers: a year of days.
-    static let maximumBuckets = 400
+    /// The most buckets one report answers: a year of days, and a month's more.
+    static let maximumBuckets = 398
 }
 
 /// The body of `GET /v1/admin/reports/timeseries`: purchases, refunds and revenue per bucket, product and

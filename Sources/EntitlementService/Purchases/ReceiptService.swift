@@ -34,7 +34,14 @@ final class ReceiptService {
     /// Requests waiting for an attempt, each with the closure that ends its wait (at shutdown).
     private var waiters: [Int: @Loop () -> Void] = [:]
     private var lastWaiter = 0
-    private var shuttingDown = false
+    /// Once shutting down: when (on the loop's clock) the waits still going end, and the timer that ends them.
+    private var waitsEndAt: UInt64?
+    private var shutdownTimer: LoopTimer?
+    private var shuttingDown: Bool { waitsEndAt != nil }
+
+    /// How long, at shutdown, requests waiting for Apple may go on waiting (each within its own `wait_ms`) before
+    /// they are answered 202: Apple usually answers within it, so a deploy rarely turns a purchase's 200 into a 202.
+    static let shutdownGraceMs: UInt64 = 10_000
 
     init(db: PostgresPool, catalog: CatalogCache, verifier: any ReceiptVerifier, restorePolicy: RestorePolicy,
          retry: RetrySchedule, appleTimeoutMs: Int, events: EventRecorder) {
@@ -205,15 +212,29 @@ final class ReceiptService {
     /// How many verifications this process runs now.
     var inFlightCount: Int { inFlight.count }
 
-    /// Answers every request still waiting for Apple at once (they get 202); the verifications go on.
-    func beginShutdown() {
-        shuttingDown = true
+    /// Lets requests waiting for Apple (those waiting now and those about to) go on waiting, each within its own
+    /// `wait_ms`, for at most `grace` milliseconds; then answers those still waiting (202). The verifications go on
+    /// either way.
+    func beginShutdown(grace: UInt64 = shutdownGraceMs) {
+        guard !shuttingDown else { return }
+        waitsEndAt = EventLoop.shared.now + grace
+        let timer = LoopTimer()
+        shutdownTimer = timer
+        timer.start(after: grace) { [unowned self] in endWaits() }
+    }
+
+    /// Ends every wait still going (each request gets 202) and the shutdown's timer.
+    private func endWaits() {
+        shutdownTimer?.close()
+        shutdownTimer = nil
         for release in waiters.values { release() }
         waiters.removeAll()
     }
 
-    /// Gives up this process's claims on unfinished verifications so another instance takes them up at once.
+    /// Gives up this process's claims on unfinished verifications so another instance takes them up at once (and
+    /// ends any wait still going).
     func releaseClaims() async {
+        endWaits()
         let claims = inFlight.values.map(\.claim)
         guard !claims.isEmpty else { return }
         do {
@@ -224,14 +245,19 @@ final class ReceiptService {
         }
     }
 
-    /// The task's value, or nil when it takes longer than `milliseconds` or the service shuts down first
-    /// (the task goes on regardless).
+    /// The task's value, or nil when it takes longer than `milliseconds` or than a shutdown's grace (the task goes
+    /// on regardless).
     private func value(of task: Task<AttemptOutcome, Never>, waitingAtMost milliseconds: Int) async -> AttemptOutcome? {
-        guard !shuttingDown else { return nil }
+        var limit = UInt64(max(0, milliseconds))
+        if let waitsEndAt {
+            let now = EventLoop.shared.now
+            guard waitsEndAt > now else { return nil }
+            limit = min(limit, waitsEndAt - now)
+        }
         lastWaiter += 1
         let key = lastWaiter
         defer { waiters[key] = nil }
-        return await LoopTimer.value(of: { await task.value }, waitingAtMost: UInt64(max(0, milliseconds))) { release in
+        return await LoopTimer.value(of: { await task.value }, waitingAtMost: limit) { release in
             waiters[key] = release
         }
     }

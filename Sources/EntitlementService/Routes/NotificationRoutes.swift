@@ -51,8 +51,8 @@ struct NotificationRoutes {
         return .json(["status": "received"])
     }
 
-    /// A version 1 notification: decoded, its password checked, keyed by the SHA-256 of the body and stored
-    /// without its password.
+    /// A version 1 notification: decoded, its password checked, stored without its password (its fields in name
+    /// order) and keyed by the SHA-256 of that: nothing stored or shown is derived from the shared secret.
     private func version1(_ body: [UInt8], object: [String: Any]) throws -> StoredNotification {
         let notification: AppStoreNotificationV1
         do {
@@ -62,6 +62,9 @@ struct NotificationRoutes {
         }
         guard let sharedSecret, let password = notification.password,
               APIKeys.constantTimeEqual(Array(password.utf8), Array(sharedSecret.utf8)) else {
+            // Said in the log (never the value): after a change of the shared secret every V1 notification lands here.
+            Log.warning("app_store_notification_refused", ["version": 1, "reason": notification.password == nil ? "no password"
+                        : sharedSecret == nil ? "APPLE_SHARED_SECRET is not set" : "the password is not the shared secret"])
             throw ProblemError(status: 401, detail: "The notification's password is not this app's shared secret.", extra: ["field": "password"])
         }
         var withoutPassword = object
@@ -70,7 +73,7 @@ struct NotificationRoutes {
         let transactions = notification.transactions()
         let subject = transactions.max { $0.wasBought(before: $1) }
         return StoredNotification(
-            uuid: "v1:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(), version: 1,
+            uuid: "v1:" + SHA256.hash(data: Data(stored.utf8)).map { String(format: "%02x", $0) }.joined(), version: 1,
             type: notification.notificationType, subtype: nil, signedDate: Date(), environment: (notification.environment ?? .production).rawValue,
             originalTransactionID: subject?.originalTransactionID, transactionID: subject?.transactionID, signedPayload: stored,
             transactionInfo: nil, renewalInfo: nil, state: transactions.isEmpty ? .ignored : .received)

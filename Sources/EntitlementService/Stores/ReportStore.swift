@@ -13,26 +13,44 @@ protocol ReportReading: Sendable {
                     on db: some PostgresQueryable) async throws -> TimeseriesReportBody
 }
 
-/// The reports over recorded App Store transactions and the catalog. Only what a customer paid for counts: a
-/// family member's copy of a purchase (`ownership = 'family_shared'`, its own transaction id) is not a sale,
-/// nor a paying subscriber.
+/// The reports over recorded App Store transactions and the catalog's prices as they were when each purchase was
+/// made. Only what a customer paid for counts: a family member's copy of a purchase (`ownership = 'family_shared'`,
+/// its own transaction id) is not a sale, nor a paying subscriber.
 @Loop
 struct ReportStore: ReportReading {
+    /// Each catalog price with the span it was in force (`product_prices`, migration 0018): a purchase counts at
+    /// the price of its purchase date, so a later change of price (or currency) leaves past revenue as it was.
+    private static let prices = """
+        prices AS (
+            SELECT product_id, price, price_currency, valid_from,
+                   lead(valid_from, 1, 'infinity') OVER (PARTITION BY product_id ORDER BY valid_from) AS valid_until
+              FROM product_prices)
+        """
+    /// The price of transaction `t`'s purchase date, as `pr`.
+    private static let priceThen = """
+        LEFT JOIN prices pr ON pr.product_id = t.product_id AND t.purchase_date >= pr.valid_from AND t.purchase_date < pr.valid_until
+        """
+    /// Whether transaction `t` was refunded (or revoked): a period that ended by an upgrade carries the upgrade's
+    /// date as its `cancellation_date` too, but was paid for.
+    private static let refunded = "t.cancellation_date IS NOT NULL AND NOT t.is_upgraded"
+
     func purchases(from: Date, to: Date, environment: StoreEnvironment?, on db: some PostgresQueryable) async throws -> PurchaseReportBody {
         var parameters: [any PostgresEncodable] = [from, to]
         if let environment { parameters.append(environment.rawValue) }
         let rows = try await db.query("""
+            WITH \(Self.prices)
             SELECT t.product_id, t.environment, p.type AS product_type,
                    count(*) AS purchases,
-                   count(*) FILTER (WHERE t.cancellation_date IS NOT NULL) AS refunded,
+                   count(*) FILTER (WHERE \(Self.refunded)) AS refunded,
                    count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
-                   p.price, p.price_currency,
-                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL AND NOT t.is_trial_period), 0) AS revenue
+                   pr.price, pr.price_currency,
+                   pr.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE NOT (\(Self.refunded)) AND NOT t.is_trial_period), 0) AS revenue
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
+              \(Self.priceThen)
              WHERE t.purchase_date >= $1 AND t.purchase_date < $2 AND t.ownership = 'purchased'\(environment == nil ? "" : " AND t.environment = $3")
-             GROUP BY t.product_id, t.environment, p.type, p.price, p.price_currency
-             ORDER BY t.environment, t.product_id
+             GROUP BY t.product_id, t.environment, p.type, pr.price, pr.price_currency
+             ORDER BY t.environment, t.product_id, pr.price_currency NULLS LAST, pr.price
             """, parameters).rows
         return PurchaseReportBody(from: from, to: to, environment: environment, rows: try rows.map { row in
             PurchaseReportBody.Row(
@@ -59,18 +77,20 @@ struct ReportStore: ReportReading {
             """
         let periods = try await db.query("SELECT period_start FROM (\(buckets)) b ORDER BY 1", [from, to, interval.rawValue]).rows.map { try $0.date("period_start") }
         let points = try await db.query("""
+            WITH \(Self.prices)
             SELECT date_trunc($3::text, t.purchase_date AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' AS period_start,
                    t.product_id, t.environment,
                    count(*) AS purchases,
-                   count(*) FILTER (WHERE t.cancellation_date IS NOT NULL) AS refunded,
+                   count(*) FILTER (WHERE \(Self.refunded)) AS refunded,
                    count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
-                   p.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE t.cancellation_date IS NULL AND NOT t.is_trial_period), 0) AS revenue,
-                   p.price_currency
-              FROM app_store_transactions t LEFT JOIN products p USING (product_id)
+                   pr.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE NOT (\(Self.refunded)) AND NOT t.is_trial_period), 0) AS revenue,
+                   pr.price_currency
+              FROM app_store_transactions t
+              \(Self.priceThen)
              WHERE t.purchase_date >= $1::timestamptz AND t.purchase_date < $2::timestamptz AND t.ownership = 'purchased'\(onlyEnvironment)
-             GROUP BY 1, t.product_id, t.environment, p.price, p.price_currency
-             ORDER BY 1, t.environment, t.product_id
+             GROUP BY 1, t.product_id, t.environment, pr.price, pr.price_currency
+             ORDER BY 1, t.environment, t.product_id, pr.price_currency NULLS LAST, pr.price
             """, parameters).rows.map { row in
             TimeseriesReportBody.Point(
                 periodStart: try row.date("period_start"), productID: try row.string("product_id"),
@@ -87,19 +107,20 @@ struct ReportStore: ReportReading {
         // transaction's period (a month of 28–31 days is one month, a year twelve), or, for a period under 27
         // days, × (an average month ÷ the period), never below a day.
         let subscriptions = try await db.query("""
-            WITH buckets AS (\(buckets)),
+            WITH buckets AS (\(buckets)), \(Self.prices),
             chain AS (
-                SELECT t.environment, p.price_currency, t.purchase_date, t.expires_date, t.cancellation_date,
+                SELECT t.environment, pr.price_currency, t.purchase_date, t.expires_date, t.cancellation_date,
                        t.is_trial_period AS trial,
-                       CASE WHEN t.is_trial_period THEN p.price::numeric * 0
+                       CASE WHEN t.is_trial_period THEN pr.price::numeric * 0
                             WHEN t.expires_date - t.purchase_date >= interval '27 days'
-                            THEN p.price::numeric / round(extract(epoch FROM t.expires_date - t.purchase_date) / 2629746)
-                            ELSE p.price::numeric * 2629746 / greatest(extract(epoch FROM t.expires_date - t.purchase_date), 86400)
+                            THEN pr.price::numeric / round(extract(epoch FROM t.expires_date - t.purchase_date) / 2629746)
+                            ELSE pr.price::numeric * 2629746 / greatest(extract(epoch FROM t.expires_date - t.purchase_date), 86400)
                        END AS monthly,
                        lead(t.purchase_date) OVER (PARTITION BY t.original_transaction_id ORDER BY t.purchase_date, t.transaction_id) AS next_purchase,
                        s.in_billing_retry, s.grace_period_expires_date
                   FROM app_store_transactions t
                   JOIN products p ON p.product_id = t.product_id AND p.type = 'auto_renewable'
+                  \(Self.priceThen)
                   LEFT JOIN subscriptions s ON s.original_transaction_id = t.original_transaction_id
                  WHERE t.expires_date > $1::timestamptz - interval '60 days' AND t.purchase_date <= $2::timestamptz
                    AND t.ownership = 'purchased'\(onlyEnvironment)
