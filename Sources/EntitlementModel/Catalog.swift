@@ -192,6 +192,12 @@ public struct Product: Sendable, Hashable, Codable {
             throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + problem.path,
                                                     debugDescription: problem.reason))
         }
+        // Checked where entries come in (the catalog file, an admin's PUT), not where the catalog is read: an entry an
+        // earlier release stored with more stays as it was (its purchases never credited), rather than failing the
+        // catalog or being credited at the limit.
+        if let amount, amount > Self.maximumAmount {
+            throw DecodingError.dataCorrupted(.init(codingPath: container.codingPath + [CodingKeys.amount], debugDescription: Self.amountRule))
+        }
     }
 
     /// The largest `amount` a consumable may credit per unit (10^12): a purchase's credit, `amount` × its
@@ -237,7 +243,7 @@ public struct Product: Sendable, Hashable, Codable {
         if type == .consumable && currency == nil {
             return problem(.currency, "is required for consumable products")
         }
-        if let amount, !(1...Self.maximumAmount).contains(amount) {
+        if let amount, amount <= 0 {
             return problem(.amount, Self.amountRule)
         }
         if type == .consumable && amount == nil {

@@ -190,19 +190,25 @@ import Testing
         }
     }
 
-    /// A consumable amount past what one transaction may credit (never credited) is lowered to the limit, so the
-    /// catalog still loads with its rules, and refused from then on.
-    @Test @Loop func consumableAmountsPastTheLimitAreLoweredAndRefused() async throws {
+    /// Prices stored before 0017 are their products' first (from always); after it every change of price is
+    /// recorded by the table, whoever writes it (an earlier release's instance knows nothing of the history).
+    @Test @Loop func pricesGetAHistoryKeptByTheTable() async throws {
         try await upgrade(to: 17, seed: """
-            INSERT INTO products (product_id, type, entitlements, currency, amount) VALUES
-                ('coins', 'consumable', '{}', 'coins', 100), ('absurd', 'consumable', '{}', 'gems', 9000000000000000000)
+            INSERT INTO products (product_id, type, entitlements, price, price_currency) VALUES
+                ('priced', 'non_consumable', '{a}', '4.99', 'USD'), ('free', 'non_consumable', '{a}', NULL, NULL)
             """) { pool in
-            let rows = try await pool.query("SELECT product_id, amount FROM products ORDER BY product_id").rows
-            #expect(try rows.map { "\(try $0.string("product_id")):\(try $0.int("amount"))" } == ["absurd:1000000000000", "coins:100"])
-            #expect(try await ProductStore().catalog(on: pool).product("absurd")?.amount == Product.maximumAmount)
-            await #expect(throws: PostgresError.self) {
-                _ = try await pool.query("UPDATE products SET amount = 1000000000001 WHERE product_id = 'coins'")
+            let history = { @Loop () async throws -> [String] in
+                try await pool.query("""
+                    SELECT product_id, valid_from = '-infinity' AS always, coalesce(price, '-') AS price FROM product_prices
+                     ORDER BY product_id, valid_from
+                    """).rows.map { "\(try $0.string("product_id")) \(try $0.bool("always") ? "always" : "now") \(try $0.string("price"))" }
             }
+            #expect(try await history() == ["priced always 4.99"])
+            _ = try await pool.query("UPDATE products SET price = '5.99' WHERE product_id = 'priced'")
+            _ = try await pool.query("UPDATE products SET price = '5.99', entitlements = '{b}' WHERE product_id = 'priced'")  // no change of price
+            _ = try await pool.query("UPDATE products SET price = '1.00', price_currency = 'EUR' WHERE product_id = 'free'")
+            _ = try await pool.query("UPDATE products SET price = NULL, price_currency = NULL WHERE product_id = 'free'")
+            #expect(try await history() == ["free always 1.00", "free now -", "priced always 4.99", "priced now 5.99"])
         }
     }
 

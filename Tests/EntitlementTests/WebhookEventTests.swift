@@ -286,6 +286,29 @@ struct WebhookEventTests {
         }
     }
 
+    /// Transactions of one instant page by their ids' bytes, as PostgreSQL orders them: two ids Swift takes for one
+    /// (canonically equivalent) are both listed, one per page.
+    @Test func theCustomerViewPagesTransactionsByTheirIDsBytes() async throws {
+        try await ServiceHarness.run { service in
+            let instant = now.addingTimeInterval(-60)
+            for ids in [["pg-y\u{E9}", "pg-a"], ["pg-ye\u{301}"]] {
+                let purchase = receipt { receipt in
+                    for id in ids { receipt.addPurchase("com.example.coins.100", transactionID: id, purchased: instant) }
+                }
+                #expect(try await service.post(purchase, for: "page-user").status == 200)
+            }
+            var seen: [String] = []
+            var cursor: String?
+            repeat {
+                let query = "transactions_limit=1" + (cursor.map { "&transactions_cursor=\($0)" } ?? "")
+                let page = try await service.request("GET", "/v1/admin/users/page-user?\(query)", key: ServiceHarness.adminKey).json()
+                seen += (page["transactions"] as? [[String: Any]])?.compactMap { $0["transaction_id"] as? String } ?? []
+                cursor = page["next_transactions_cursor"] as? String
+            } while cursor != nil && seen.count < 10
+            #expect(seen.map { Array($0.utf8) } == [Array("pg-y\u{E9}".utf8), Array("pg-ye\u{301}".utf8), Array("pg-a".utf8)])
+        }
+    }
+
     @Test func deliveriesAreListedNewestFirstAndRedeliveryNeedsAURL() async throws {
         try await ServiceHarness.run { service in
             for index in 0..<3 { _ = try await grant(service, "list-user", "e\(index)") }

@@ -109,8 +109,10 @@ struct CustomerView {
         let claims = EntitlementEvaluator.claims(transactions: snapshot.transactions, renewals: snapshot.renewals,
                                                  grants: snapshot.grants, catalog: catalog, at: now)
 
-        let newest = snapshot.transactions.sorted { Self.key($0) > Self.key($1) }
-        let older = transactionCursor.map { cursor in newest.filter { Self.key($0) < (cursor.number, cursor.id ?? "") } } ?? newest
+        let newest = snapshot.transactions.sorted { Self.isOlder(Self.key($1), than: Self.key($0)) }
+        let older = transactionCursor.map { cursor in
+            newest.filter { Self.isOlder(Self.key($0), than: (cursor.number, cursor.id ?? "")) }
+        } ?? newest
         let transactions = Array(older.prefix(transactionLimit))
         let nextTransactions = older.count > transactionLimit
             ? transactions.last.map { PageCursor(number: Self.key($0).0, id: $0.transaction.transactionID).text } : nil
@@ -134,5 +136,11 @@ struct CustomerView {
     /// Newest first: purchase instant (microseconds), then transaction id.
     private static func key(_ owned: OwnedTransaction) -> (Int64, String) {
         (Int64((owned.transaction.purchaseDate.timeIntervalSince1970 * 1_000_000).rounded(.down)), owned.transaction.transactionID)
+    }
+
+    /// Whether key `a` sorts before `b`: by instant, then by the id's bytes, as PostgreSQL orders ids (Swift's string
+    /// order would take two canonically equivalent ids for one, and a page would skip the second).
+    private static func isOlder(_ a: (Int64, String), than b: (Int64, String)) -> Bool {
+        a.0 != b.0 ? a.0 < b.0 : a.1.utf8.lexicographicallyPrecedes(b.1.utf8)
     }
 }

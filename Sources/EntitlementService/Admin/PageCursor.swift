@@ -18,9 +18,13 @@ struct PageCursor: Sendable, Equatable {
         self.id = id
     }
 
+    /// The longest cursor text read: one naming an id of some thousands of bytes (the longest a transaction id
+    /// recorded from Apple's answers may reasonably be) still fits, as does a query within the header limit.
+    static let maximumLength = 8_192
+
     /// Reads a cursor this service handed out; nil for anything else.
     init?(text: String) {
-        guard (1...512).contains(text.utf8.count), let decoded = Self.decodeBase64URL(text) else { return nil }
+        guard (1...Self.maximumLength).contains(text.utf8.count), let decoded = Self.decodeBase64URL(text) else { return nil }
         let parts = decoded.split(separator: ":", omittingEmptySubsequences: false)
         guard (2...3).contains(parts.count), parts[0] == "v1", let number = Int64(parts[1]) else { return nil }
         if parts.count == 3 {

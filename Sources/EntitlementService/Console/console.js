@@ -5,10 +5,18 @@
 const KEY = "adminKey";
 const $ = (id) => document.getElementById(id);
 
-/** A failed API call: its status and the problem's detail. */
+/** A failed API call: its status, the problem's detail and its Retry-After (seconds) when it gave one. */
 class ApiError extends Error {
-  constructor(status, detail) { super(detail); this.status = status; }
+  constructor(status, detail, retryAfter) { super(detail); this.status = status; this.retryAfter = retryAfter; }
 }
+
+/** No answer at all (the service is down or the network is): fetch rejected. */
+class Unreachable extends Error {
+  constructor() { super("The service cannot be reached."); }
+}
+
+/** An answer that came too late: a newer request of the same view was made since, so it is dropped unseen. */
+class Superseded extends Error {}
 
 function say(text, isError) {
   const message = $("message");
@@ -16,24 +24,88 @@ function say(text, isError) {
   message.className = isError ? "error" : "";
 }
 
+/** fetch(), its rejection (no answer at all: a TypeError saying "Failed to fetch") turned into Unreachable. */
+async function reach(path, options) {
+  try {
+    return await fetch(path, options);
+  } catch (_) {
+    throw new Unreachable();
+  }
+}
+
 /** Calls the API with the admin key; answers the parsed JSON (or the Response when `raw`). */
 async function api(path, options = {}, raw = false) {
   const headers = Object.assign({}, options.headers || {}, { Authorization: "Bearer " + sessionStorage.getItem(KEY) });
   if (options.body) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, Object.assign({}, options, { headers }));
+  const response = await reach(path, Object.assign({}, options, { headers }));
   if (!response.ok) {
     let detail = response.statusText;
     try { detail = (await response.json()).detail || detail; } catch (_) { /* not a problem body */ }
-    throw new ApiError(response.status, detail);
+    throw new ApiError(response.status, detail, response.headers.get("Retry-After"));
   }
   return raw ? response : response.json();
 }
+
+// Answers arrive in any order: a slow one must not land on another customer's view or under another filter.
+// Each view counts its requests; an answer (or failure) for a request that is no longer the view's newest is
+// dropped (Superseded, which report() ignores).
+const generations = {};
+
+/** Starts a new request of `view` (replacing what it shows): answers whether it is still the newest. */
+function newRequest(view) {
+  const generation = generations[view] = (generations[view] || 0) + 1;
+  return () => generations[view] === generation;
+}
+
+/** For a request that adds to what `view` shows (an older page): whether no new request of it was made since. */
+function sameRequest(view) {
+  const generation = generations[view] || 0;
+  return () => generations[view] === generation;
+}
+
+/** Makes every request in flight stale (on sign-out: no answer may show after it). */
+function dropAllRequests() {
+  for (const view of Object.keys(generations)) generations[view] += 1;
+}
+
+/** `promise`'s answer, or Superseded when `isCurrent()` no longer holds once it settled (whichever way). */
+async function ifCurrent(isCurrent, promise) {
+  let answer, failure = null;
+  try { answer = await promise; } catch (error) { failure = error; }
+  if (!isCurrent()) throw new Superseded();
+  if (failure) throw failure;
+  return answer;
+}
+
+/** Runs `action` with `control` disabled, so that a double click or a second Enter cannot run it twice. */
+async function once(control, action) {
+  if (control.disabled) return;
+  control.disabled = true;
+  try {
+    return await action();
+  } finally {
+    control.disabled = false;
+  }
+}
+
+/**
+ * `text` between Unicode isolates (FSI … PDI), for a value from the API inside a sentence: a right-to-left
+ * override in it then reorders only itself, not the words around it.
+ */
+function isolated(text) {
+  return "\u2068" + text + "\u2069";
+}
+
+/** Text longer than this may break anywhere (class "long"); shorter (ids, times) stays on one line. */
+const LONG_TEXT = 40;
 
 /** A cell holding `value` as text ("—" when absent), or the node itself when it is one (a button). */
 function cell(row, value) {
   const td = document.createElement("td");
   if (value instanceof Node) td.appendChild(value);
   else td.textContent = value === null || value === undefined ? "—" : String(value);
+  // A 1000-character reason with no space would otherwise widen the page to thousands of pixels.
+  if (td.textContent.length > LONG_TEXT) td.className = "long";
   row.appendChild(td);
   return td;
 }
@@ -60,7 +132,7 @@ function button(label, action, className) {
   element.type = "button";
   element.textContent = label;
   if (className) element.className = className;
-  element.addEventListener("click", () => Promise.resolve().then(action).catch(report));
+  element.addEventListener("click", () => once(element, action).catch(report));
   return element;
 }
 
@@ -93,17 +165,31 @@ function show(page) {
   if (page === "operations") loadOperations().catch(report);
 }
 
+/** Ends the session: the key goes, and so does everything read with it (no customer is left to act on). */
+function signOut() {
+  sessionStorage.removeItem(KEY);
+  forget();
+  show("sign-in");
+}
+
+/** How an API failure reads: its status and detail, and the seconds of its Retry-After when it gave one. */
+function failure(error) {
+  const retry = /^\d+$/.test(error.retryAfter || "") ? " (Retry-After: " + error.retryAfter + " s)" : "";
+  return "The service answered " + error.status + ": " + error.message + retry;
+}
+
 function report(error) {
+  if (error instanceof Superseded) return;
   if (error instanceof ApiError && error.status === 401) {
-    sessionStorage.removeItem(KEY);
-    show("sign-in");
+    signOut();
     say("The admin key was refused (401): " + error.message, true);
   } else if (error instanceof ApiError && error.status === 403) {
-    sessionStorage.removeItem(KEY);
-    show("sign-in");
+    signOut();
     say("That key is not an admin key (403): " + error.message, true);
+  } else if (error instanceof ApiError) {
+    say(failure(error), true);
   } else {
-    say(error instanceof ApiError ? "The service answered " + error.status + ": " + error.message : String(error), true);
+    say(error instanceof Unreachable ? error.message : String(error), true);
   }
 }
 
@@ -157,9 +243,10 @@ const transactionColumns = [
 ];
 
 function eventColumns() {
+  const userID = currentUser;
   return [
     "created_at", "sequence", "type", "product_id", "transaction_id", "delivery",
-    (e) => redeliverButton(e.id, () => openCustomer(currentUser)),
+    (e) => redeliverButton(e.id, () => reopen(userID)),
   ];
 }
 
@@ -175,17 +262,54 @@ function redeliverButton(eventID, then) {
   return element;
 }
 
+/** Hides the customer shown and empties its view, and drops any answer still coming for it. */
+function clearCustomer() {
+  newRequest("customer");
+  currentUser = null;
+  cursors = { transactions: null, events: null };
+  $("customer").hidden = true;
+  for (const id of ["customer-id", "customer-as-of", "customer-timing", "unknown-products"]) $(id).textContent = "";
+  for (const table of $("customer").querySelectorAll("table")) table.tBodies[0].replaceChildren();
+  $("grant-form").reset();
+  $("attach-form").reset();
+}
+
+/** Forgets everything read with the key (on sign-out, or when the key is refused mid-session). */
+function forget() {
+  dropAllRequests();
+  clearCustomer();
+  $("find-value").value = "";
+  for (const id of ["ops-backlog", "ops-notifications", "ops-deliveries", "ops-audit", "chart-purchases", "chart-revenue",
+    "chart-subscriptions"]) $(id).replaceChildren();
+  $("revenue-table").tBodies[0].replaceChildren();
+  $("receipt").hidden = true;
+  for (const table of $("receipt").querySelectorAll("table")) table.tBodies[0].replaceChildren();
+}
+
+/** The App Store purchase's state in short words: renewal, billing trouble, family sharing. */
+function details(e) {
+  if (e.source !== "app_store") return null;
+  const labels = [];
+  if (e.will_renew) labels.push("renews");
+  else if (e.product_type === "auto_renewable") labels.push("auto-renew off");
+  if (e.in_grace_period) labels.push("grace period");
+  if (e.in_billing_retry) labels.push("billing retry");
+  if (e.ownership === "family_shared") labels.push("family shared");
+  return labels.join(", ") || null;
+}
+
 /**
  * Shows the customer view of `userID`: the newest page of its transactions and events, and how long it took
- * since `started` (a look-up's start, else now).
+ * since `started` (a look-up's start, else now). An answer overtaken by a newer look-up is dropped.
  */
 async function openCustomer(userID, started = performance.now()) {
+  const isCurrent = newRequest("customer");
   if (userID !== currentUser) {
     // Another customer: the one shown goes first, so that no action meant for the new one reaches it.
     currentUser = null;
     $("customer").hidden = true;
   }
-  const view = await api(userPath(userID) + "?transactions_limit=" + PAGE + "&events_limit=" + PAGE);
+  const view = await ifCurrent(isCurrent, api(userPath(userID) + "?transactions_limit=" + PAGE + "&events_limit=" + PAGE));
   currentUser = userID;
   $("customer-id").textContent = view.user_id;
   $("customer-as-of").textContent = view.as_of;
@@ -193,8 +317,11 @@ async function openCustomer(userID, started = performance.now()) {
   fillTable($("entitlements"), entitlements, [
     "name", state, "source",
     (e) => (e.source === "grant" ? "grant " + e.grant_id + " — " + e.reason : e.product_id + " (" + e.environment + ")"),
-    (e) => e.expires_at || "never",
+    (e) => e.expires_at || "never", details,
   ]);
+  // Purchases of products the catalog lacks grant nothing: said, so that "why no premium?" has its answer.
+  const unknown = view.unknown_products || [];
+  $("unknown-products").textContent = unknown.length ? "Purchased, not in the catalog (grants nothing): " + unknown.join(", ") : "";
   const sources = entitlements.flatMap((e) => (e.sources || []).map((source) => Object.assign({ name: e.name }, source)));
   const body = fillTable($("sources"), sources, [
     "name", "source", (s) => (s.source === "grant" ? "grant " + s.grant_id : s.product_id), "original_transaction_id",
@@ -216,11 +343,14 @@ async function openCustomer(userID, started = performance.now()) {
   $("customer").hidden = false;
 }
 
-/** Appends the next older page of the customer's transactions or events (the other list asked for one item). */
+/**
+ * Appends the next older page of the customer's transactions or events (the other list asked for one item);
+ * dropped when another customer (or the same one again) was opened meanwhile.
+ */
 async function more(list) {
   const other = list === "events" ? "transactions" : "events";
   const query = new URLSearchParams({ [list + "_cursor"]: cursors[list], [list + "_limit"]: PAGE, [other + "_limit"]: 1 });
-  const view = await api(userPath(currentUser) + "?" + query);
+  const view = await ifCurrent(sameRequest("customer"), api(userPath(currentUser) + "?" + query));
   appendRows($(list), view[list] || [], list === "events" ? eventColumns() : transactionColumns);
   cursors[list] = view["next_" + list + "_cursor"];
   $(list + "-more").hidden = !cursors[list];
@@ -234,8 +364,10 @@ async function find(event) {
   try {
     let userID = value;
     if (by !== "user_id") {
+      // The look-up is the customer view's request too: a later find overtakes it.
+      const isCurrent = newRequest("customer");
       try {
-        userID = (await api("/v1/admin/lookup?" + new URLSearchParams({ [by]: value }))).user_id;
+        userID = (await ifCurrent(isCurrent, api("/v1/admin/lookup?" + new URLSearchParams({ [by]: value })))).user_id;
       } catch (error) {
         if (error instanceof ApiError && error.status === 404) {
           $("customer").hidden = true;
@@ -249,40 +381,57 @@ async function find(event) {
   } catch (error) { report(error); }
 }
 
+/** Shows `userID` again after a change made to it, unless another customer is shown by now. */
+async function reopen(userID) {
+  if (currentUser === userID) await openCustomer(userID);
+}
+
+/**
+ * Grants from the form, once: the Grant button is disabled while the request is out (a double click or a second
+ * Enter would grant twice), and the form is emptied after it, so that Enter again grants nothing.
+ */
 async function grant(event) {
   event.preventDefault();
+  const form = $("grant-form"), userID = currentUser;
   const body = { entitlement: $("grant-entitlement").value, reason: $("grant-reason").value };
   if ($("grant-duration").value) body.duration = $("grant-duration").value;
   try {
-    await api(userPath(currentUser) + "/grants", { method: "POST", body: JSON.stringify(body) });
-    say("Granted " + body.entitlement + ".");
-    await openCustomer(currentUser);
+    await once(form.querySelector("button[type=submit]"), async () => {
+      await api(userPath(userID) + "/grants", { method: "POST", body: JSON.stringify(body) });
+      form.reset();
+      say("Granted " + isolated(body.entitlement) + ".");
+      await reopen(userID);
+    });
   } catch (error) { report(error); }
 }
 
 async function revoke(grantID, entitlement) {
-  if (!window.confirm("Revoke the grant of " + entitlement + " (" + grantID + ")?")) return;
+  if (!window.confirm("Revoke the grant of " + isolated(entitlement) + " (" + grantID + ")?")) return;
+  const userID = currentUser;
   await api("/v1/admin/grants/" + encodeURIComponent(grantID), { method: "DELETE" });
   say("Revoked grant " + grantID + ".");
-  await openCustomer(currentUser);
+  await reopen(userID);
 }
 
 async function refreshFromApple() {
+  const userID = currentUser;
   say("Asking Apple…");
-  await api(userPath(currentUser) + "/refresh", { method: "POST" });
+  await api(userPath(userID) + "/refresh", { method: "POST" });
   say("Refreshed from Apple.");
-  await openCustomer(currentUser);
+  await reopen(userID);
 }
 
 async function attachOrder(event) {
   event.preventDefault();
-  const orderID = $("attach-order").value;
+  const form = $("attach-form"), orderID = $("attach-order").value, userID = currentUser;
   try {
-    say("Asking Apple…");
-    const answer = await api(userPath(currentUser) + "/apple-orders", { method: "POST", body: JSON.stringify({ order_id: orderID }) });
-    say("Attached order " + orderID + (answer.transferred_from ? ", moved from user " + answer.transferred_from : "") + ".");
-    $("attach-order").value = "";
-    await openCustomer(currentUser);
+    await once(form.querySelector("button[type=submit]"), async () => {
+      say("Asking Apple…");
+      const answer = await api(userPath(userID) + "/apple-orders", { method: "POST", body: JSON.stringify({ order_id: orderID }) });
+      say("Attached order " + isolated(orderID) + (answer.transferred_from ? ", moved from user " + isolated(answer.transferred_from) : "") + ".");
+      $("attach-order").value = "";
+      await reopen(userID);
+    });
   } catch (error) { report(error); }
 }
 
@@ -369,9 +518,11 @@ function seriesBy(points, key, value) {
 async function loadRevenue() {
   const query = windowQuery();
   query.set("interval", $("revenue-interval").value);
+  // The environment toggled twice quickly: only the last one's report is drawn.
+  const isCurrent = newRequest("revenue");
   let report;
   try {
-    report = await api("/v1/admin/reports/timeseries?" + query);
+    report = await ifCurrent(isCurrent, api("/v1/admin/reports/timeseries?" + query));
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) {
       for (const id of ["chart-purchases", "chart-revenue", "chart-subscriptions"]) unavailable($(id), "The time-series report");
@@ -417,9 +568,10 @@ async function downloadCSV() {
 
 /**
  * A newest-first list from `path` (its items under `key`) with an "Older" button following `next_cursor`;
- * `columns` are [heading, field name or function of the item].
+ * `columns` are [heading, field name or function of the item]. Shown only while `isCurrent()` holds when its
+ * first page arrives (a filter changed meanwhile asked for another list).
  */
-async function pagedList(container, path, key, columns) {
+async function pagedList(container, path, key, columns, isCurrent) {
   const table = document.createElement("table");
   const head = table.createTHead().insertRow();
   for (const [heading] of columns) {
@@ -432,7 +584,7 @@ async function pagedList(container, path, key, columns) {
   const older = button("Older", () => page(), "more");
   async function page() {
     const separator = path.includes("?") ? "&" : "?";
-    const body = await api(path + (cursor ? separator + "cursor=" + encodeURIComponent(cursor) : ""));
+    const body = await ifCurrent(isCurrent, api(path + (cursor ? separator + "cursor=" + encodeURIComponent(cursor) : "")));
     appendRows(table, body[key] || [], columns.map((c) => c[1]));
     cursor = body.next_cursor;
     older.hidden = !cursor;
@@ -442,8 +594,8 @@ async function pagedList(container, path, key, columns) {
 }
 
 /** The retry backlog's gauges from /metrics (read from the database by a worker, not at scrape time). */
-async function loadBacklog() {
-  const response = await fetch("/metrics");
+async function loadBacklog(isCurrent) {
+  const response = await ifCurrent(isCurrent, reach("/metrics"));
   const text = response.ok ? await response.text() : "";
   const help = new Map();
   const samples = [];
@@ -462,28 +614,29 @@ async function loadBacklog() {
   container.replaceChildren(table);
 }
 
-function loadDeliveries() {
+function loadDeliveries(isCurrent = newRequest("deliveries")) {
   const status = $("deliveries-status").value;
   return pagedList($("ops-deliveries"), "/v1/admin/webhooks/deliveries?limit=" + OPERATIONS_PAGE + (status ? "&status=" + status : ""), "deliveries", [
     ["Created", "created_at"], ["Type", "type"], ["User", (d) => userButton(d.user_id)], ["Status", "status"],
     ["Attempts", "attempts"], ["Last answer", "last_response_status"], ["Next attempt", "next_attempt_at"],
-    ["", (d) => redeliverButton(d.event_id, loadDeliveries)],
-  ]);
+    ["", (d) => redeliverButton(d.event_id, () => loadDeliveries())],
+  ], isCurrent);
 }
 
 async function loadOperations() {
-  await loadCapabilities();
+  const isCurrent = newRequest("operations"), deliveries = newRequest("deliveries");
+  await ifCurrent(isCurrent, loadCapabilities());
   await Promise.all([
-    loadBacklog(),
+    loadBacklog(isCurrent),
     pagedList($("ops-notifications"), "/v1/admin/notifications?limit=" + OPERATIONS_PAGE, "notifications", [
       ["Received", "received_at"], ["Type", "notification_type"], ["Subtype", "subtype"], ["Environment", "environment"],
       ["State", "state"], ["Original transaction", "original_transaction_id"], ["User", (n) => userButton(n.user_id)],
-    ]),
-    loadDeliveries(),
+    ], isCurrent),
+    loadDeliveries(deliveries),
     pagedList($("ops-audit"), "/v1/admin/audit?limit=" + OPERATIONS_PAGE, "events", [
       ["When", "occurred_at"], ["Actor", "actor"], ["Action", "action"], ["Subject", "subject"],
       ["User", (e) => userButton(e.user_id)], ["After", (e) => (e.after === null ? null : JSON.stringify(e.after))],
-    ]),
+    ], isCurrent),
   ]);
 }
 
@@ -522,14 +675,15 @@ document.addEventListener("DOMContentLoaded", () => {
   $("grant-form").addEventListener("submit", grant);
   $("attach-form").addEventListener("submit", attachOrder);
   $("receipt-form").addEventListener("submit", readReceipt);
-  $("refresh-apple").addEventListener("click", () => refreshFromApple().catch(report));
-  $("transactions-more").addEventListener("click", () => more("transactions").catch(report));
-  $("events-more").addEventListener("click", () => more("events").catch(report));
+  $("refresh-apple").addEventListener("click", () => once($("refresh-apple"), refreshFromApple).catch(report));
+  for (const list of ["transactions", "events"]) {
+    $(list + "-more").addEventListener("click", () => once($(list + "-more"), () => more(list)).catch(report));
+  }
   $("deliveries-status").addEventListener("change", () => loadDeliveries().catch(report));
   $("revenue-form").addEventListener("submit", (event) => { event.preventDefault(); loadRevenue().catch(report); });
   for (const radio of document.querySelectorAll("input[name=environment]")) radio.addEventListener("change", () => loadRevenue().catch(report));
   $("download-csv").addEventListener("click", () => downloadCSV().catch(report));
-  $("sign-out").addEventListener("click", () => { sessionStorage.removeItem(KEY); say("Signed out."); show("sign-in"); });
+  $("sign-out").addEventListener("click", () => { signOut(); say("Signed out."); });
   for (const button of document.querySelectorAll("nav button[data-page]")) {
     button.addEventListener("click", () => show(button.dataset.page));
   }

@@ -51,8 +51,9 @@ struct NotificationRoutes {
         return .json(["status": "received"])
     }
 
-    /// A version 1 notification: decoded, its password checked, stored without its password (its fields in name
-    /// order) and keyed by the SHA-256 of that: nothing stored or shown is derived from the shared secret.
+    /// A version 1 notification: decoded, its password checked, keyed by the SHA-256 of the body (as every release
+    /// has keyed it, so that one Apple sends again is recorded once across a deploy; the secret is random, too long
+    /// to be guessed from its hash) and stored without its password.
     private func version1(_ body: [UInt8], object: [String: Any]) throws -> StoredNotification {
         let notification: AppStoreNotificationV1
         do {
@@ -73,7 +74,7 @@ struct NotificationRoutes {
         let transactions = notification.transactions()
         let subject = transactions.max { $0.wasBought(before: $1) }
         return StoredNotification(
-            uuid: "v1:" + SHA256.hash(data: Data(stored.utf8)).map { String(format: "%02x", $0) }.joined(), version: 1,
+            uuid: "v1:" + SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined(), version: 1,
             type: notification.notificationType, subtype: nil, signedDate: Date(), environment: (notification.environment ?? .production).rawValue,
             originalTransactionID: subject?.originalTransactionID, transactionID: subject?.transactionID, signedPayload: stored,
             transactionInfo: nil, renewalInfo: nil, state: transactions.isEmpty ? .ignored : .received)

@@ -57,8 +57,8 @@ struct ProductStore {
         return try row.int64("revision")
     }
 
-    /// Creates or replaces `product`; a price that differs from the last one is recorded from now on, the first one
-    /// from always (``ReportStore`` counts each purchase at the price in force when it was made).
+    /// Creates or replaces `product`; the table's trigger records a changed price in `product_prices` (migration
+    /// 0017), which ``ReportStore`` reads.
     func upsert(_ product: Product, on db: some PostgresQueryable) async throws {
         var parameters: [any PostgresEncodable] = [
             product.productID, product.type.rawValue, product.duration?.description, product.currency, product.amount,
@@ -75,18 +75,6 @@ struct ProductStore {
                 currency = EXCLUDED.currency, amount = EXCLUDED.amount, price = EXCLUDED.price,
                 price_currency = EXCLUDED.price_currency, subscription_group = EXCLUDED.subscription_group, updated_at = now()
             """, parameters)
-        // The price's history (migration 0018): a new row when the price differs from the last one, from now, or from
-        // always when the product never had a price before.
-        _ = try await db.query("""
-            WITH last AS (SELECT price, price_currency FROM product_prices WHERE product_id = $1 ORDER BY valid_from DESC LIMIT 1)
-            INSERT INTO product_prices (product_id, valid_from, price, price_currency)
-            SELECT $1, CASE WHEN EXISTS (SELECT 1 FROM product_prices WHERE product_id = $1 AND price IS NOT NULL)
-                            THEN now() ELSE '-infinity' END, $2, $3
-             WHERE CASE WHEN EXISTS (SELECT 1 FROM last)
-                        THEN NOT EXISTS (SELECT 1 FROM last WHERE price IS NOT DISTINCT FROM $2::text AND price_currency IS NOT DISTINCT FROM $3::text)
-                        ELSE $2::text IS NOT NULL END
-            ON CONFLICT (product_id, valid_from) DO UPDATE SET price = EXCLUDED.price, price_currency = EXCLUDED.price_currency
-            """, [product.productID, product.price, product.priceCurrency])
     }
 
     /// Decodes rows of ``columns`` as a catalog; synchronous, like ``products(_:)``.

@@ -18,7 +18,7 @@ protocol ReportReading: Sendable {
 /// its own transaction id) is not a sale, nor a paying subscriber.
 @Loop
 struct ReportStore: ReportReading {
-    /// Each catalog price with the span it was in force (`product_prices`, migration 0018): a purchase counts at
+    /// Each catalog price with the span it was in force (`product_prices`, migration 0017): a purchase counts at
     /// the price of its purchase date, so a later change of price (or currency) leaves past revenue as it was.
     private static let prices = """
         prices AS (
