@@ -1,3 +1,4 @@
+import CUV
 import Foundation
 import Testing
 @testable import ServiceRuntime
@@ -99,6 +100,22 @@ import Testing
         #expect(noticedMs < 2_000, "noticed after \(noticedMs) ms")
         _ = try await harness.states.take("listening again") { $0 }
         #expect(harness.listener.backendPID != frozen)
+        await harness.listener.stop()
+    }
+
+    /// A process paused past the answer window (stopped, swapped out) runs the I/O callbacks of its wake-up before
+    /// its timers: read on the loop's clock, the listener is no longer current there, before its timer says so.
+    @Test @Loop func theAnswerWindowIsReadOnTheClockNotOnlyByItsTimer() async throws {
+        let harness = try Harness(channels: [TestDatabase.uniqueTableName("channel")]) { settings in
+            settings.pingIntervalMs = 100
+            settings.answerWindowMs = 300
+        }
+        try await harness.start()
+        #expect(harness.listener.isListeningNow)
+        usleep(400_000)  // the loop itself held, as a paused process is
+        uv_update_time(EventLoop.shared.uv)  // what the loop does when its poll returns, before any callback
+        #expect(harness.listener.isListening, "its timer has not run yet")
+        #expect(!harness.listener.isListeningNow)
         await harness.listener.stop()
     }
 

@@ -58,9 +58,11 @@ final class Application {
         }
         self.cache = cache
         if writes != nil { catalog.hasUnheardWrites = { [unowned cache] in !cache.hasHeardEveryWrite(now: Date()) } }
-        listener = PostgresListener(
+        let listener = PostgresListener(
             EntitlementCache.listenerSettings(conninfo: databaseURL),
             onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })
+        self.listener = listener
+        cache.listenerIsCurrent = { [unowned listener] in listener.isListeningNow }
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             caBundlePath: configuration.appleCABundle, maxConnections: 256,
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))

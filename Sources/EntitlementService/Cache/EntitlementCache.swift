@@ -120,8 +120,12 @@ final class EntitlementCache {
         entries = capacity > 0 ? ClockCache(capacity: capacity) : nil
     }
 
-    /// True when the cache may answer: enabled and listening.
-    var isServing: Bool { entries != nil && isListening }
+    /// True when the cache may answer: enabled and listening, as the listener's answer window says now.
+    var isServing: Bool { entries != nil && isListening && listenerIsCurrent() }
+
+    /// Whether the listener's last answer is recent enough now (`PostgresListener.isListeningNow`): set where the
+    /// listener is made; a cache fed by hand (tests) trusts ``listenerChanged(listening:)`` alone.
+    var listenerIsCurrent: @Loop () -> Bool = { true }
 
     /// How long a read waits for a write's token to come before it makes the cache catch up by itself.
     static let catchUpAfter: TimeInterval = 0.05
