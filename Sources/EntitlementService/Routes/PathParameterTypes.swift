@@ -10,7 +10,9 @@ struct UserID: PathParameterValue {
     let value: String
 
     init?(pathParameter text: String) {
-        guard InputRules.isText(text, maxLength: 128), Self.isPrintable(text), Self.isComposed(text) else { return nil }
+        guard InputRules.isText(text, maxLength: 128) else { return nil }
+        // ASCII (most ids) is printable once `isText` has passed it, and composed: one pass over its bytes.
+        guard text.utf8.allSatisfy({ $0 < 0x80 }) || (Self.isPrintable(text) && Self.isComposed(text)) else { return nil }
         value = text
     }
 
@@ -18,7 +20,7 @@ struct UserID: PathParameterValue {
     /// separators (U+2028, U+2029), private use, unassigned code points and noncharacters (U+FFFE). Control
     /// characters are `InputRules.isText`'s; format characters may join others (the ZWJ of an emoji sequence).
     static func isPrintable(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 } || !text.unicodeScalars.contains {
+        !text.unicodeScalars.contains {
             switch $0.properties.generalCategory {
             case .lineSeparator, .paragraphSeparator, .privateUse, .unassigned, .surrogate: true
             default: false
