@@ -51,6 +51,17 @@ import Timestamps
 
     // MARK: - Serving
 
+    /// Past the end of the listener's answer window on the loop's clock, the cache serves nothing, even before the
+    /// listener's timer reports it stopped listening (a process paused past the window answers first).
+    @Test @Loop func servesNothingPastTheListenersAnswerWindow() {
+        let cache = Self.listeningCache()
+        #expect(Self.fill(cache, "u", 3))
+        cache.listenerWindow(endsAt: EventLoop.shared.now + 60_000)
+        #expect(cache.lookup("u", now: Self.now) == Self.body(3))
+        cache.listenerWindow(endsAt: EventLoop.shared.now)
+        #expect(!cache.isServing && cache.lookup("u", now: Self.now) == nil)
+    }
+
     @Test @Loop func servesAndKeepsNothingUntilTheListenerListens() {
         let cache = EntitlementCache(capacity: 10, db: SyncDatabase())
         #expect(!Self.fill(cache, "u"))

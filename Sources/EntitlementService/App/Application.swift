@@ -58,11 +58,10 @@ final class Application {
         }
         self.cache = cache
         if writes != nil { catalog.hasUnheardWrites = { [unowned cache] in !cache.hasHeardEveryWrite(now: Date()) } }
-        let listener = PostgresListener(
+        listener = PostgresListener(
             EntitlementCache.listenerSettings(conninfo: databaseURL),
-            onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) })
-        self.listener = listener
-        cache.listenerIsCurrent = { [unowned listener] in listener.isListeningNow }
+            onNotification: { cache.received($0) }, onStateChange: { cache.listenerChanged(listening: $0) },
+            onWindow: { cache.listenerWindow(endsAt: $0) })
         let http = HTTPClient(configuration: HTTPClientConfiguration(
             caBundlePath: configuration.appleCABundle, maxConnections: 256,
             connectTimeoutMs: configuration.appleConnectTimeoutMs, totalTimeoutMs: configuration.appleTimeoutMs))

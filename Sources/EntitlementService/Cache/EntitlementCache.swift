@@ -120,12 +120,19 @@ final class EntitlementCache {
         entries = capacity > 0 ? ClockCache(capacity: capacity) : nil
     }
 
-    /// True when the cache may answer: enabled and listening, as the listener's answer window says now.
-    var isServing: Bool { entries != nil && isListening && listenerIsCurrent() }
+    /// True when the cache may answer: enabled and listening, within the listener's answer window on the loop's
+    /// clock now (as `PostgresListener.isListeningNow` reads it: a process paused past the window answers the
+    /// requests of its wake-up before the listener's timer says it stopped listening).
+    var isServing: Bool { entries != nil && isListening && EventLoop.shared.now < listeningUntil }
 
-    /// Whether the listener's last answer is recent enough now (`PostgresListener.isListeningNow`): set where the
-    /// listener is made; a cache fed by hand (tests) trusts ``listenerChanged(listening:)`` alone.
-    var listenerIsCurrent: @Loop () -> Bool = { true }
+    /// The end of the listener's answer window (loop time, ms), from `PostgresListener`'s `onWindow`; no end for a
+    /// listener without one, or a cache fed by hand.
+    private var listeningUntil = UInt64.max
+
+    /// The listener's answer window now ends at `end` (loop time, ms).
+    func listenerWindow(endsAt end: UInt64) {
+        listeningUntil = end
+    }
 
     /// How long a read waits for a write's token to come before it makes the cache catch up by itself.
     static let catchUpAfter: TimeInterval = 0.05

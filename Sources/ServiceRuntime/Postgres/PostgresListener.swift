@@ -60,6 +60,9 @@ public final class PostgresListener {
 
     private let onNotification: @Loop (PostgresNotification) -> Void
     private let onStateChange: @Loop (Bool) -> Void
+    /// With `answerWindowMs`: told the window's new end (loop time, ms) at each answered query, so an owner that
+    /// checks it on every use keeps it at hand (``isListeningNow`` reads it the same way).
+    private let onWindow: @Loop (UInt64) -> Void
     private var connection: PostgresConnection?
     /// Reports the end of `answerWindowMs` since the last answered query; re-armed by each answer.
     private let answerDeadline = LoopTimer()
@@ -72,11 +75,13 @@ public final class PostgresListener {
     public init(
         _ settings: Settings,
         onNotification: @escaping @Loop (PostgresNotification) -> Void,
-        onStateChange: @escaping @Loop (Bool) -> Void
+        onStateChange: @escaping @Loop (Bool) -> Void,
+        onWindow: @escaping @Loop (UInt64) -> Void = { _ in }
     ) {
         self.settings = settings
         self.onNotification = onNotification
         self.onStateChange = onStateChange
+        self.onWindow = onWindow
     }
 
     /// Connects and listens, and keeps doing so until `stop()`.
@@ -164,6 +169,7 @@ public final class PostgresListener {
         let elapsed = EventLoop.shared.now &- sent
         guard elapsed < window else { return }
         windowEnd = sent + window
+        onWindow(sent + window)
         setListening(true)
         answerDeadline.start(after: window - elapsed) { [weak self] in
             guard let self, self.isListening else { return }
