@@ -14,7 +14,7 @@ public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
 
     private enum CodingKeys: String, CodingKey {
         case transactionId, originalTransactionId, productId, purchaseDate, originalPurchaseDate, expiresDate
-        case revocationDate, revocationReason, isUpgraded, offerType, offerIdentifier, offerDiscountType
+        case revocationDate, revocationReason, revocationPercentage, isUpgraded, offerType, offerIdentifier, offerDiscountType
         case inAppOwnershipType, quantity, webOrderLineItemId, subscriptionGroupIdentifier, appAccountToken
         case bundleId, environment, type, signedDate
     }
@@ -51,7 +51,9 @@ public struct AppStoreTransactionV2: AppStoreDecodable, Sendable, Hashable {
             subscriptionGroupIdentifier: try payload.appleString(.subscriptionGroupIdentifier),
             appAccountToken: try payload.appleString(.appAccountToken),
             promotionalOfferID: offerType == Self.promotionalOffer ? try payload.appleString(.offerIdentifier) : nil,
-            signedDate: try payload.appleMilliseconds(.signedDate)
+            signedDate: try payload.appleMilliseconds(.signedDate),
+            // A share refunded that does not read is taken for the whole (as a receipt's refund is), not a refusal.
+            revocationPercentage: (try? payload.appleInt(.revocationPercentage)) ?? nil
         )
         bundleID = try payload.appleString(.bundleId)
         environment = try payload.appleEnvironment(.environment)

@@ -40,13 +40,17 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
     public var expiresDate: Date?
     /// Set when Apple refunded or revoked the transaction (`cancellation_date_ms`).
     public var cancellationDate: Date?
+    /// A signed transaction's `revocationPercentage`: the share of its price Apple refunded, in thousandths of a
+    /// percent (0–100,000; for a quantity above 1, of the whole quantity: 1 item of 3 is about 33,333). Nil for a
+    /// whole refund, or none; a value outside the range is taken for a whole refund.
+    public var revocationPercentage: Int?
     /// `cancellation_reason` / `revocationReason` as Apple wrote it (`1`: an issue in the app, `0`: another reason);
     /// nil when not cancelled or Apple gave none.
     public var cancellationReason: String?
     /// True when the user upgraded to another product of the subscription group from this transaction on.
     public var isUpgraded: Bool
-    /// `is_trial_period`; for a signed transaction, an introductory offer (`offerType` 1) of `offerDiscountType`
-    /// `FREE_TRIAL`. False when absent.
+    /// `is_trial_period`; for a signed transaction, an offer of any type whose `offerDiscountType` is `FREE_TRIAL`.
+    /// False when absent.
     public var isTrialPeriod: Bool
     /// `is_in_intro_offer_period`; for a signed transaction, `offerType` 1 (an introductory offer). False when absent.
     public var isInIntroOfferPeriod: Bool
@@ -80,7 +84,8 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
         cancellationReason: String? = nil, isUpgraded: Bool = false, isTrialPeriod: Bool = false,
         isInIntroOfferPeriod: Bool = false, ownership: Ownership = .purchased, quantity: Int = 1,
         webOrderLineItemID: String? = nil, subscriptionGroupIdentifier: String? = nil,
-        appAccountToken: String? = nil, promotionalOfferID: String? = nil, signedDate: Date? = nil
+        appAccountToken: String? = nil, promotionalOfferID: String? = nil, signedDate: Date? = nil,
+        revocationPercentage: Int? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID
@@ -100,6 +105,7 @@ public struct StoreTransaction: Codable, Sendable, Hashable {
         self.appAccountToken = appAccountToken
         self.promotionalOfferID = promotionalOfferID
         self.signedDate = signedDate
+        self.revocationPercentage = revocationPercentage.flatMap { (0...100_000).contains($0) ? $0 : nil }
     }
 
     /// Whether this transaction was bought before `other`: by purchase date, then by transaction id, so that

@@ -110,4 +110,33 @@ struct LedgerRefundCycleTests {
             }
         }
     }
+
+    /// A partial refund (Apple's `revocationPercentage`: 1 item of 3 is 33,333 thousandths of a percent) debits that
+    /// share of the credit, rounded to the nearest unit; its reversal credits back what it debited, and a whole
+    /// refund after it the whole credit.
+    @Test func aPartialRefundDebitsItsShareAndItsReversalCreditsThatBack() async throws {
+        try await withRecorder { pool, record in
+            var bought = StoreTransaction(transactionID: "part-1", originalTransactionID: "part-1", productID: "com.example.coins.100",
+                                          purchaseDate: Self.base, quantity: 3, signedDate: Self.base)
+            try await record(bought, "partial")
+            var refunded = bought
+            refunded.cancellationDate = Self.base.addingTimeInterval(10)
+            refunded.signedDate = Self.base.addingTimeInterval(10)
+            refunded.revocationPercentage = 33_333
+            try await record(refunded, "partial")
+            #expect(try await ledger("part-1", user: "partial", on: pool).balance == 200)
+            bought.signedDate = Self.base.addingTimeInterval(20)  // Apple reversed the refund
+            try await record(bought, "partial")
+            #expect(try await ledger("part-1", user: "partial", on: pool).balance == 300)
+            refunded.signedDate = Self.base.addingTimeInterval(30)
+            refunded.revocationPercentage = nil  // refunded whole this time
+            try await record(refunded, "partial")
+            let ledger = try await ledger("part-1", user: "partial", on: pool)
+            #expect(ledger.entries.map(\.amount) == [300, -100, 100, -300] && ledger.balance == 0)
+            // A share out of range is a whole refund.
+            #expect(StoreTransaction(transactionID: "x", originalTransactionID: "x", productID: "p", purchaseDate: Self.base,
+                                     revocationPercentage: 100_001).revocationPercentage == nil)
+        }
+    }
+
 }

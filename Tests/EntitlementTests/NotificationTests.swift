@@ -136,4 +136,14 @@ struct NotificationTests {
             #expect(junk.status == 400)
         }
     }
+
+    /// A signed part holding an escaped NUL (which `jsonb` refuses) is stored with U+FFFD in its place, not lost to
+    /// a failed insert; a backslash escaped itself before `u0000` is text, left as it is.
+    @Test func aNULInASignedPartIsStoredAsAReplacementCharacter() {
+        let stored = { (json: String) in String(decoding: NotificationIntake.storable(Data(json.utf8)), as: UTF8.self) }
+        #expect(stored(#"{"a":"x\u0000y","b":"\\u0000"}"#) == #"{"a":"x\ufffdy","b":"\\u0000"}"#)
+        #expect(stored(#"{"a":"\\\u0000"}"#) == #"{"a":"\\\ufffd"}"#)
+        #expect(stored(#"{"a":1}"#) == #"{"a":1}"#)
+    }
+
 }

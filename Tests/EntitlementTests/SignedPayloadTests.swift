@@ -194,7 +194,8 @@ import X509
 /// The decoded (already verified) V2 payloads of Apple's library tests, mapped into the domain.
 @Suite struct AppStoreV2DecodingTests {
     @Test func aRevokedTransactionMapsToACancellation() throws {
-        for name in ["decoded_transaction_applelib.json", "decoded_transaction_revoked_prorated_refund_applelib.json"] {
+        // The second is Apple's prorated refund (revocationPercentage 50000: half the price).
+        for (name, share) in [("decoded_transaction_applelib.json", nil), ("decoded_transaction_revoked_prorated_refund_applelib.json", 50_000)] {
             let signed = try AppStoreTransactionV2(jsonData: Fixtures.data(name))
             #expect(signed.transaction == StoreTransaction(
                 transactionID: "23456", originalTransactionID: "12345", productID: "com.example.product",
@@ -202,7 +203,7 @@ import X509
                 expiresDate: Date(timeIntervalSince1970: 1_698_149_000), cancellationDate: Date(timeIntervalSince1970: 1_698_148_950),
                 cancellationReason: "1", isUpgraded: true, isInIntroOfferPeriod: true, webOrderLineItemID: "34343",
                 subscriptionGroupIdentifier: "55555", appAccountToken: "7e3fb20b-4cdb-47cc-936d-99d65f608138",
-                signedDate: Date(timeIntervalSince1970: 1_698_148_900)), "\(name)")
+                signedDate: Date(timeIntervalSince1970: 1_698_148_900), revocationPercentage: share), "\(name)")
             #expect(signed.bundleID == "com.example")
             #expect(signed.environment == nil, "LocalTesting is neither production nor sandbox")
         }
@@ -239,6 +240,13 @@ import X509
         #expect(app.receiptType == "LocalTesting")
         #expect(app.applicationVersion == "1.2.3" && app.originalApplicationVersion == "1.1.2")
         #expect(app.receiptCreationDate == Date(timeIntervalSince1970: 1_698_148_900))
+    }
+
+    @Test func aPartialRefundCarriesItsShare() throws {
+        let json = #"{"transactionId": "1", "productId": "p", "purchaseDate": 1698148900000, "revocationDate": 1698149900000, "revocationType": "REFUND_PRORATED", "revocationPercentage": 33333}"#
+        #expect(try AppStoreTransactionV2(jsonData: Data(json.utf8)).transaction.revocationPercentage == 33_333)
+        let odd = #"{"transactionId": "1", "productId": "p", "purchaseDate": 1698148900000, "revocationPercentage": "a third"}"#
+        #expect(try AppStoreTransactionV2(jsonData: Data(odd.utf8)).transaction.revocationPercentage == nil)
     }
 
     /// A free trial is free whatever the offer gives it (introductory, promotional, offer code, win-back): no

@@ -65,13 +65,42 @@ struct NotificationIntake {
         case .ignore: .ignored
         }
         return StoredNotification(
-            uuid: uuid, version: 2, type: notification.notificationType, subtype: notification.subtype,
+            uuid: uuid, version: 2, type: Self.withoutNUL(notification.notificationType), subtype: notification.subtype.map(Self.withoutNUL),
             signedDate: notification.signedDate ?? verified.signedDate ?? Date(),
             environment: verified.environment.rawValue,
             originalTransactionID: (transaction?.payload.transaction.originalTransactionID ?? renewal?.payload.renewal.originalTransactionID)
                 .map(verified.environment.recordedID),
             transactionID: (transaction?.payload.transaction.transactionID).map(verified.environment.recordedID), signedPayload: jws,
-            transactionInfo: transaction?.json, renewalInfo: renewal?.json, state: state)
+            transactionInfo: transaction.map { Self.storable($0.json) }, renewalInfo: renewal.map { Self.storable($0.json) }, state: state)
+    }
+
+    /// `text` as a PostgreSQL text value can hold it: no NUL (U+FFFD instead), so that a notification carrying one
+    /// (only a future field of Apple's could) is stored, not lost to a failed insert.
+    private static func withoutNUL(_ text: String) -> String {
+        text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
+    }
+
+    /// A signed part's JSON as `jsonb` can hold it: its escaped NULs (`\u0000`, which jsonb refuses) become
+    /// `\ufffd`; a backslash escaped itself (`\\u0000`, text that reads `\u0000`) is left as it is.
+    static func storable(_ json: Data) -> Data {
+        let bytes = [UInt8](json), escape: [UInt8] = Array("\\u0000".utf8)
+        guard bytes.count >= escape.count else { return json }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0, backslashes = 0, changed = false
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "\\"), backslashes % 2 == 0, bytes[index...].starts(with: escape) {
+                out.append(contentsOf: Array("\\ufffd".utf8))
+                index += escape.count
+                backslashes = 0
+                changed = true
+                continue
+            }
+            backslashes = bytes[index] == UInt8(ascii: "\\") ? backslashes + 1 : 0
+            out.append(bytes[index])
+            index += 1
+        }
+        return changed ? Data(out) : json
     }
 
     /// The payload `verify` verifies (the notification or one of its `part`s): 401 when its signature or chain

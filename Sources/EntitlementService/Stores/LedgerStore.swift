@@ -51,8 +51,9 @@ struct LedgerStore {
     }
 
     /// Brings each of `transactionIDs`' credit in line with its stored transaction's refund state: a refunded
-    /// transaction whose credit stands is debited (`refund`), one no longer refunded whose refund debit stands is
-    /// credited back (`refund_reversal`, Apple reversed the refund). Each refund and each reversal of a transaction
+    /// transaction whose credit stands is debited (`refund`: the share Apple refunded, its `revocation_percentage`,
+    /// rounded to the nearest unit; the whole without one), one no longer refunded whose refund debit stands is
+    /// credited back what that debit took (`refund_reversal`, Apple reversed the refund). Each refund and each reversal of a transaction
     /// is numbered (`cycle`, the reversals before it plus one) and written once per number (a unique key), so a
     /// refund → reversal → refund is debited twice and credited back once, while a statement seen again, or two
     /// recordings racing, write nothing more. Balance rows move with their entries. Returns the transactions whose
@@ -63,14 +64,17 @@ struct LedgerStore {
         return Set(try await db.query("""
             WITH entry AS (
                     INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id, cycle)
-                    SELECT c.user_id, c.currency, CASE WHEN refunded THEN -c.amount ELSE c.amount END,
+                    SELECT c.user_id, c.currency,
+                           CASE WHEN refunded THEN -((c.amount * coalesce(t.revocation_percentage, 100000) + 50000) / 100000)
+                                ELSE -n.outstanding END,
                            CASE WHEN refunded THEN 'refund' ELSE 'refund_reversal' END, c.transaction_id, n.reversals + 1
                       FROM consumable_ledger c
                       JOIN app_store_transactions t ON t.transaction_id = c.transaction_id
                      CROSS JOIN LATERAL (SELECT t.cancellation_date IS NOT NULL AS refunded) s
                      CROSS JOIN LATERAL (
                            SELECT count(*) FILTER (WHERE kind = 'refund') AS refunds,
-                                  count(*) FILTER (WHERE kind = 'refund_reversal') AS reversals
+                                  count(*) FILTER (WHERE kind = 'refund_reversal') AS reversals,
+                                  coalesce(sum(amount), 0) AS outstanding
                              FROM consumable_ledger WHERE transaction_id = c.transaction_id AND kind IN ('refund', 'refund_reversal')) n
                      WHERE c.transaction_id = ANY($1) AND c.kind = 'credit'
                        AND n.refunds - n.reversals = CASE WHEN refunded THEN 0 ELSE 1 END

@@ -31,7 +31,7 @@ struct TransactionStore {
                 transaction_id, original_transaction_id, product_id, environment, purchase_date, original_purchase_date,
                 expires_date, cancellation_date, cancellation_reason, is_upgraded, is_trial_period,
                 is_in_intro_offer_period, ownership, quantity, web_order_line_item_id, subscription_group_identifier,
-                app_account_token, promotional_offer_id, first_verification_id, signed_date)
+                app_account_token, promotional_offer_id, first_verification_id, signed_date, revocation_percentage)
             SELECT x.transaction_id, x.original_transaction_id, x.product_id, $19, x.purchase_date, x.original_purchase_date,
                    CASE WHEN d.newer_stored THEN e.expires_date WHEN x.signed_date IS NULL THEN GREATEST(x.expires_date, e.expires_date)
                         ELSE COALESCE(x.expires_date, e.expires_date) END,
@@ -39,12 +39,13 @@ struct TransactionStore {
                    CASE d.refund WHEN 'incoming' THEN x.cancellation_reason WHEN 'stored' THEN e.cancellation_reason END,
                    x.is_upgraded, x.is_trial_period, x.is_in_intro_offer_period, x.ownership, x.quantity, x.web_order_line_item_id,
                    x.subscription_group_identifier, lower(x.app_account_token), x.promotional_offer_id, $20,
-                   GREATEST(e.signed_date, x.signed_date)
-              FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18) AS x (
+                   GREATEST(e.signed_date, x.signed_date),
+                   CASE d.refund WHEN 'incoming' THEN x.revocation_percentage WHEN 'stored' THEN e.revocation_percentage END
+              FROM unnest($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $21) AS x (
                    transaction_id, original_transaction_id, product_id, purchase_date, original_purchase_date,
                    expires_date, cancellation_date, cancellation_reason, is_upgraded, is_trial_period,
                    is_in_intro_offer_period, ownership, quantity, web_order_line_item_id, subscription_group_identifier,
-                   app_account_token, promotional_offer_id, signed_date)
+                   app_account_token, promotional_offer_id, signed_date, revocation_percentage)
               LEFT JOIN app_store_transactions e ON e.transaction_id = x.transaction_id
              CROSS JOIN LATERAL (SELECT COALESCE(x.signed_date IS NOT NULL AND e.signed_date > x.signed_date, false) AS newer_stored) n
              CROSS JOIN LATERAL (SELECT n.newer_stored, CASE
@@ -60,6 +61,7 @@ struct TransactionStore {
                 expires_date = EXCLUDED.expires_date,
                 cancellation_date = EXCLUDED.cancellation_date,
                 cancellation_reason = EXCLUDED.cancellation_reason,
+                revocation_percentage = EXCLUDED.revocation_percentage,
                 is_upgraded = t.is_upgraded OR EXCLUDED.is_upgraded,
                 app_account_token = COALESCE(t.app_account_token, EXCLUDED.app_account_token),
                 signed_date = EXCLUDED.signed_date,
@@ -73,7 +75,7 @@ struct TransactionStore {
                 transactions.map(\.ownership.rawValue), transactions.map(\.quantity),
                 transactions.map(\.webOrderLineItemID), transactions.map(\.subscriptionGroupIdentifier),
                 transactions.map(\.appAccountToken), transactions.map(\.promotionalOfferID), transactions.map(\.signedDate),
-                environment.rawValue, firstVerificationID,
+                environment.rawValue, firstVerificationID, transactions.map(\.revocationPercentage),
             ])
         return Set(try rows.rows.filter { try $0.bool("inserted") }.map { try $0.string("transaction_id") })
     }
