@@ -250,6 +250,10 @@ struct NotificationHistoryTests {
         #expect(window(now.addingTimeInterval(-2 * hour), nil, now) == (now.addingTimeInterval(-3 * hour), now))
         #expect(window(now.addingTimeInterval(-2 * hour), now.addingTimeInterval(-5 * hour), now).start == now.addingTimeInterval(-6 * hour))
         #expect(window(now.addingTimeInterval(-5 * hour), now.addingTimeInterval(-2 * hour), now).start == now.addingTimeInterval(-6 * hour))
+        // A run that ended less than an hour before the last notification: the contract's window, from that
+        // notification minus an hour.
+        #expect(window(now.addingTimeInterval(-hour), now.addingTimeInterval(-1.5 * hour), now).start == now.addingTimeInterval(-2 * hour))
+        #expect(window(nil, now.addingTimeInterval(-hour), now).start == now.addingTimeInterval(-2 * hour))
         #expect(window(nil, nil, now).start == now.addingTimeInterval(-180 * day + 60))
         #expect(window(now.addingTimeInterval(-200 * day), nil, now).start == now.addingTimeInterval(-180 * day + 60))
     }

@@ -97,12 +97,16 @@ enum NotificationHistoryWorker {
         return true
     }
 
-    /// The window of a new run: from the last notification received or the end of the last complete run,
-    /// whichever is earlier, minus `overlap` (so that notifications Apple retried to a restarted service do
-    /// not move it past what was missed), never before 180 days back; to `now`.
+    /// The window of a new run, to `now`: from the last notification received minus `overlap`, as the contract
+    /// says, unless the last complete run ended before that (the service was down, or runs are further apart than
+    /// `overlap`: notifications missed in between would fall outside), then from that run's end minus `overlap`;
+    /// with none received, from the last run's end minus `overlap`; never before 180 days back.
     static func window(lastReceived: Date?, coveredUntil: Date?, now: Date) -> (start: Date, end: Date) {
         let oldest = now.addingTimeInterval(-oldestStart)
-        let from = [lastReceived, coveredUntil].compactMap { $0 }.min()
+        let from: Date? = switch (lastReceived, coveredUntil) {
+        case let (received?, covered?): covered < received.addingTimeInterval(-overlap) ? covered : received
+        case let (received, covered): received ?? covered
+        }
         return (max(oldest, from.map { $0.addingTimeInterval(-overlap) } ?? oldest), now)
     }
 
