@@ -56,6 +56,29 @@ import Testing
         #expect(machine.messageBegin() == [.armTimer(.request)])
     }
 
+    /// Only a keep-alive connection between requests with nothing held may be reclaimed for a new client: not one
+    /// that never sent a request, nor one receiving, running or writing one.
+    @Test func onlyAConnectionIdleBetweenRequestsIsReclaimed() {
+        var machine = machine()
+        _ = machine.connected()
+        #expect(!machine.isIdleBetweenRequests && machine.reclaimed() == [])
+        let head = head()
+        _ = receive(&machine, head)
+        #expect(!machine.isIdleBetweenRequests, "running")
+        _ = machine.handlerFinished(ok)
+        #expect(!machine.isIdleBetweenRequests, "writing")
+        _ = machine.writeCompleted()
+        #expect(machine.isIdleBetweenRequests)
+        _ = machine.messageBegin()
+        #expect(!machine.isIdleBetweenRequests && machine.reclaimed() == [], "a request begun")
+        _ = machine.receivedHead(head)
+        _ = machine.receivedEnd()
+        _ = machine.handlerFinished(ok)
+        _ = machine.writeCompleted()
+        #expect(machine.reclaimed() == [.close])
+        #expect(!machine.isIdleBetweenRequests)
+    }
+
     @Test func bodyPiecesAccumulateAndKeepTheTimerAlive() {
         var machine = machine()
         _ = machine.connected()
@@ -360,4 +383,5 @@ private extension HTTPConnectionStateMachine {
     mutating func peerEnded() -> [Action] { collect { $0.peerEnded(into: &$1) } }
     mutating func ioFailed() -> [Action] { collect { $0.ioFailed(into: &$1) } }
     mutating func shutdownRequested() -> [Action] { collect { $0.shutdownRequested(into: &$1) } }
+    mutating func reclaimed() -> [Action] { collect { $0.reclaimed(into: &$1) } }
 }

@@ -112,23 +112,30 @@ import Testing
         await server.shutdown()
     }
 
-    @Test func connectionsBeyondTheLimitGet503() async throws {
+    /// At the limit a new client takes the place of a keep-alive connection idle between requests (closed for it),
+    /// so clients holding connections open cannot lock others out; when every connection is busy it gets 503.
+    @Test func connectionsBeyondTheLimitTakeAnIdleOnesPlaceElseGet503() async throws {
         let server = try await HTTPTestServer.start(HTTPServerConfiguration(maxConnections: 2))
         let port = server.port
-        let (served, refused, refusedClosed, afterwards) = try await offLoop {
-            let first = try RawHTTPClient(port: port)
-            let second = try RawHTTPClient(port: port)
-            var served: [Int] = []
-            for client in [first, second] {
-                try client.send(RawHTTPClient.request("GET", "/healthz"))
-                served.append(try client.readResponse().status)
-            }
+        let (served, idleClosed, taken, refused, refusedClosed, afterwards) = try await offLoop {
+            let idle = try RawHTTPClient(port: port)
+            try idle.send(RawHTTPClient.request("GET", "/healthz"))
+            let served = try idle.readResponse().status
+            let busy = try RawHTTPClient(port: port)
+            try busy.send("GET /healthz HTTP/1.1\r\n")  // a request begun: not idle
+            // At the limit: the idle connection is closed for the new one, which is served.
+            let newcomer = try RawHTTPClient(port: port)
+            let idleClosed = try idle.waitForClose()
+            try newcomer.send(RawHTTPClient.request("GET", "/healthz"))
+            let taken = try newcomer.readResponse().status
+            try newcomer.send("GET /healthz HTTP/1.1\r\n")  // busy too now
+            // Every connection busy: 503.
             let third = try RawHTTPClient(port: port)
             let refused = try third.readResponse()
             let refusedClosed = try third.waitForClose()
-            // Free a slot: the server notices the close, then takes a new client.
-            first.shutdownWrite()
-            _ = try first.waitForClose()
+            // Free a place: the server notices the close, then takes a new client.
+            busy.shutdownWrite()
+            _ = try busy.waitForClose()
             var afterwards = 0
             let deadline = RawHTTPClient.now() + 5
             while afterwards != 200 && RawHTTPClient.now() < deadline {
@@ -136,9 +143,9 @@ import Testing
                 try? fourth.send(RawHTTPClient.request("GET", "/healthz"))
                 afterwards = (try? fourth.readResponse())?.status ?? 0
             }
-            return (served, refused, refusedClosed, afterwards)
+            return (served, idleClosed, taken, refused, refusedClosed, afterwards)
         }
-        #expect(served == [200, 200])
+        #expect(served == 200 && idleClosed && taken == 200)
         #expect(refused.status == 503)
         #expect(refused.headers["Retry-After"] == "1")
         #expect(refused.headers["Content-Type"] == "application/problem+json")

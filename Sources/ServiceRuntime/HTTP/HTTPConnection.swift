@@ -72,6 +72,15 @@ final class HTTPConnection: FinishBeforeWaiting {
         runActions()
     }
 
+    /// True for a keep-alive connection waiting between requests with nothing held (see the machine's).
+    var isIdleBetweenRequests: Bool { machine.isIdleBetweenRequests }
+
+    /// Closes this idle connection for a new one's sake (the server is at its connection limit).
+    func reclaim() {
+        machine.reclaimed(into: &actions)
+        runActions()
+    }
+
     /// Graceful shutdown: finish what was received, then close.
     func shutdown() {
         machine.shutdownRequested(into: &actions)

@@ -275,6 +275,20 @@ struct HTTPConnectionStateMachine {
         updateTimer(&actions)
     }
 
+    /// Whether the connection is a keep-alive one waiting between requests with nothing held: answered at least
+    /// once, no request begun, nothing running, queued or being written. Such a connection may be reclaimed.
+    var isIdleBetweenRequests: Bool {
+        guard lifecycle == .open, case .idle = input else { return false }
+        return anyRequestBegun && running == nil && queue.isEmpty && writesInFlight == 0
+    }
+
+    /// The server needs this idle connection's place (it is at its connection limit): close it now, as its idle
+    /// timeout would. Nothing when it is no longer idle.
+    mutating func reclaimed(into actions: inout [Action]) {
+        guard isIdleBetweenRequests else { return }
+        closeNow(&actions)
+    }
+
     // MARK: - Internals
 
     /// Whether the request being received is still taken: always while open, and the last one while draining.

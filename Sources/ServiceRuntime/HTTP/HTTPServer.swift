@@ -22,6 +22,8 @@ public final class HTTPServer {
     private var listener: UnsafeMutablePointer<uv_tcp_t>?
     private var connections: [ObjectIdentifier: HTTPConnection] = [:]
     private var refused: Set<ObjectIdentifier> = []
+    /// Idle connections closed to make room for new ones, until their close completes: no longer serving.
+    private var reclaiming: Set<ObjectIdentifier> = []
     private var shuttingDown = false
     /// Whether `shutdown()` has begun (for tests that must act while it is under way).
     var isShuttingDown: Bool { shuttingDown }
@@ -91,7 +93,7 @@ public final class HTTPServer {
         }
         let client = UnsafeMutablePointer<uv_tcp_t>.allocate(capacity: 1)
         uv_tcp_init(EventLoop.shared.uv, client)
-        let serving = connections.count - refused.count
+        let serving = connections.count - refused.count - reclaiming.count
         guard uv_accept(cuv_stream(listener), cuv_stream(client)) == 0,
               serving < configuration.maxConnections || refused.count < Self.maxRefusedConnections else {
             uv_close(cuv_handle(client), UVHandleClose.free)
@@ -101,13 +103,25 @@ public final class HTTPServer {
         let connection = HTTPConnection(handle: client, server: self, configuration: configuration)
         let id = ObjectIdentifier(connection)
         connections[id] = connection
-        if serving < configuration.maxConnections {
+        if serving < configuration.maxConnections || reclaimIdleConnection() {
             connection.start()
         } else {
             refused.insert(id)
             Log.warning("http_connection_refused", ["open": serving, "limit": configuration.maxConnections])
             connection.refuse()
         }
+    }
+
+    /// At the connection limit, closes a keep-alive connection that waits between requests with nothing held, so
+    /// that a new client is served rather than refused (otherwise clients that keep connections open and idle, as
+    /// anyone may, would hold every place); false when every connection is busy. Its place frees when it has closed.
+    private func reclaimIdleConnection() -> Bool {
+        guard let idle = connections.first(where: { !refused.contains($0.key) && !reclaiming.contains($0.key) && $0.value.isIdleBetweenRequests })
+        else { return false }
+        reclaiming.insert(idle.key)
+        Log.info("http_connection_reclaimed", ["limit": configuration.maxConnections])
+        idle.value.reclaim()
+        return true
     }
 
     /// Reports a finished or rejected request to every observer.
@@ -119,6 +133,7 @@ public final class HTTPServer {
         let id = ObjectIdentifier(connection)
         connections[id] = nil
         refused.remove(id)
+        reclaiming.remove(id)
         resumeWaitersIfDone()
     }
 
