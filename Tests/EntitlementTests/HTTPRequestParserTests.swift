@@ -85,6 +85,38 @@ import Testing
         #expect(events.last == .end)
     }
 
+    /// A line of the head must end with CRLF (http-parser's lax build takes a bare LF): `X: a\nContent-Length: 5`
+    /// would be one field to a strict proxy and two here. The body may hold any bytes, and the check holds however
+    /// the bytes arrive, for every request of a pipeline.
+    @Test(arguments: ["GET /a HTTP/1.1\r\nHost: x\r\nX: a\nContent-Length: 5\r\n\r\nhello", "GET /a HTTP/1.1\nHost: x\n\n",
+                      "GET /a HTTP/1.1\r\nHost: x\r\n\n", "GET /a HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nX: a\nY: b\r\n\r\n"])
+    func aHeadLineEndingInLFAloneIsRefused(text: String) {
+        for pieces in [[Array(text.utf8)], Array(text.utf8).map { [$0] }] {
+            let parser = parser()
+            var events: [HTTPParserEvent] = []
+            for piece in pieces {
+                var rest = piece[...]
+                while !rest.isEmpty {
+                    let result = parser.parse(Array(rest))
+                    events += result.events
+                    guard result.consumed > 0 else { break }
+                    rest = rest.dropFirst(result.consumed)
+                }
+            }
+            #expect(failure(events) == .malformed("a line of the head ends with LF alone; CRLF expected"), "\(pieces.count) pieces")
+        }
+    }
+
+    @Test func aBodyMayHoldLFAndEmptyLinesMayComeBeforeTheRequest() throws {
+        let text = "\r\nPOST /a HTTP/1.1\r\nContent-Length: 4\r\n\r\na\nb\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+        let parser = parser()
+        let bytes = Array(text.utf8)
+        let (consumed, events) = parser.parse(bytes)
+        #expect(failure(events) == nil && heads(events).map(\.request.path) == ["/a"])
+        let (_, later) = parser.parse(Array(bytes[consumed...]))
+        #expect(failure(later) == nil && heads(later).map(\.request.path) == ["/b"])
+    }
+
     @Test func chunkedBodyIsDechunkedAndTrailersDropped() throws {
         let text = "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n"
         let (_, events) = parser().parse(Array(text.utf8))

@@ -48,6 +48,17 @@ final class HTTPRequestParser {
     /// next bytes (0–2): this build of http-parser is not strict and skips any two bytes there, which a proxy
     /// framing the body otherwise would read as the start of the next chunk (request smuggling).
     private var chunkEndDue = 0
+    /// The line endings of the head being received, checked ahead of http-parser, which (this build not being strict)
+    /// takes a bare LF for a line's end: a proxy that keeps `X: a\nContent-Length: 5` as one field would frame the
+    /// request otherwise (request smuggling). Nil once the head's empty line has been seen.
+    private var headLines: HeadLines? = HeadLines()
+
+    /// Where the check of the head's line endings stands: the last byte seen, and whether the current line has any.
+    private struct HeadLines {
+        var previous: UInt8 = 0
+        var lineHasBytes = false
+        var sawLine = false
+    }
 
     init(limits: HTTPParserLimits) {
         self.limits = limits
@@ -73,6 +84,10 @@ final class HTTPRequestParser {
             }
             chunkEndDue -= checked
         }
+        if headLines != nil, !checkHeadLines(bytes) {
+            fail(.malformed("a line of the head ends with LF alone; CRLF expected"))
+            return (bytes.count, events)
+        }
         bytesEnd = bytes.baseAddress! + bytes.count
         defer { bytesEnd = nil }
         let consumed = http_parser_execute(parser, Self.settings, bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
@@ -84,6 +99,28 @@ final class HTTPRequestParser {
             return (bytes.count, events)
         }
         return (consumed, events)
+    }
+
+    /// Checks the head's line endings in `bytes` up to its empty line (then stops: the body may hold anything);
+    /// false at an LF not preceded by CR. Empty lines before the request line are skipped, as http-parser does.
+    private func checkHeadLines(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard var lines = headLines else { return true }
+        for byte in bytes {
+            if byte == UInt8(ascii: "\n") {
+                guard lines.previous == UInt8(ascii: "\r") else { return false }
+                if !lines.lineHasBytes && lines.sawLine {
+                    headLines = nil  // the empty line that ends the head
+                    return true
+                }
+                lines.sawLine = lines.sawLine || lines.lineHasBytes
+                lines.lineHasBytes = false
+            } else if byte != UInt8(ascii: "\r") {
+                lines.lineHasBytes = true
+            }
+            lines.previous = byte
+        }
+        headLines = lines
+        return true
     }
 
     private func fail(_ failure: HTTPParseFailure) {
@@ -299,6 +336,7 @@ final class HTTPRequestParser {
 
     private func messageComplete() -> Int32 {
         events.append(.end)
+        headLines = HeadLines()  // the next request's head
         http_parser_pause(parser, 1)
         return 0
     }
