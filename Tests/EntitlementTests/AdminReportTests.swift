@@ -38,6 +38,13 @@ extension AdminTests {
                     }
                 }
                 #expect(try await rows() == ["count=2 refunded=0 price=4.99 USD revenue=9.98"])
+                // A partial refund keeps the share not refunded.
+                _ = try await service.sql("""
+                    UPDATE app_store_transactions SET cancellation_date = purchase_date + interval '1 day', revocation_percentage = 40000
+                     WHERE transaction_id = '1'
+                    """)
+                #expect(try await rows() == ["count=2 refunded=1 price=4.99 USD revenue=7.98"])
+                _ = try await service.sql("UPDATE app_store_transactions SET cancellation_date = NULL, revocation_percentage = NULL WHERE transaction_id = '1'")
 
                 let yen = #"{"type": "auto_renewable", "entitlements": ["premium"], "subscription_group": "group.premium", "price": "800", "price_currency": "JPY"}"#
                 #expect(try await service.call("PUT", "/v1/admin/products/\(monthly)", body: yen).status == 200)

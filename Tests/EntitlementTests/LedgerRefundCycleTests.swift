@@ -131,8 +131,29 @@ struct LedgerRefundCycleTests {
             refunded.signedDate = Self.base.addingTimeInterval(30)
             refunded.revocationPercentage = nil  // refunded whole this time
             try await record(refunded, "partial")
-            let ledger = try await ledger("part-1", user: "partial", on: pool)
-            #expect(ledger.entries.map(\.amount) == [300, -100, 100, -300] && ledger.balance == 0)
+            let first = try await ledger("part-1", user: "partial", on: pool)
+            #expect(first.entries.map(\.amount) == [300, -100, 100, -300] && first.balance == 0)
+            // The share of the refund in force changes: the ledger follows with the difference, once.
+            let share = StoreTransaction(transactionID: "part-2", originalTransactionID: "part-2", productID: "com.example.coins.100",
+                                         purchaseDate: Self.base, signedDate: Self.base)
+            try await record(share, "partial")
+            var whole = share
+            whole.cancellationDate = Self.base.addingTimeInterval(10)  // a receipt's refund: no share, the whole
+            whole.signedDate = nil
+            try await record(whole, "partial")
+            #expect(try await ledger("part-2", user: "partial", on: pool).balance == 0)
+            var partial = whole
+            partial.signedDate = Self.base.addingTimeInterval(20)  // Apple's statement: 30 % refunded
+            partial.revocationPercentage = 30_000
+            try await record(partial, "partial")
+            try await record(partial, "partial")
+            #expect(try await ledger("part-2", user: "partial", on: pool).balance == 70)
+            partial.signedDate = Self.base.addingTimeInterval(30)  // then the rest
+            partial.revocationPercentage = nil
+            try await record(partial, "partial")
+            let adjusted = try await ledger("part-2", user: "partial", on: pool)
+            #expect(adjusted.entries.map(\.kind) == ["credit", "refund", "refund_adjustment", "refund_adjustment"])
+            #expect(adjusted.entries.map(\.amount) == [100, -100, 70, -70] && adjusted.balance == 0)
             // A share out of range is a whole refund.
             #expect(StoreTransaction(transactionID: "x", originalTransactionID: "x", productID: "p", purchaseDate: Self.base,
                                      revocationPercentage: 100_001).revocationPercentage == nil)

@@ -146,4 +146,15 @@ struct NotificationTests {
         #expect(stored(#"{"a":1}"#) == #"{"a":1}"#)
     }
 
+
+    /// The notification route reads its body itself: a trailing comma or a name given twice is a 400 there too.
+    @Test func aLenientBodyIsRefused() async throws {
+        try await ServiceHarness.run { service in
+            for body in [#"{"signedPayload": "x",}"#, #"{"signedPayload": "x", "signedPayload": "y"}"#] {
+                let answer = try await service.request("POST", "/v1/notifications/app-store", json: body, key: nil)
+                #expect(answer.status == 400, "\(body): \(answer.text)")
+            }
+        }
+    }
+
 }

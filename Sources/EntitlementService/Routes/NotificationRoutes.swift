@@ -30,8 +30,9 @@ struct NotificationRoutes {
     }
 
     private func receive(_ request: HTTPRequest) async throws -> HTTPResponse {
-        guard String(validating: request.body, as: UTF8.self) != nil,
-              let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
+        guard String(validating: request.body, as: UTF8.self) != nil else { throw ProblemError.badRequest("The body must be a JSON object.") }
+        try request.refuseLenientJSON()
+        guard let object = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             throw ProblemError.badRequest("The body must be a JSON object.")
         }
         let incoming: StoredNotification

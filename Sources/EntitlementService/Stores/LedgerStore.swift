@@ -53,31 +53,39 @@ struct LedgerStore {
     /// Brings each of `transactionIDs`' credit in line with its stored transaction's refund state: a refunded
     /// transaction whose credit stands is debited (`refund`: the share Apple refunded, its `revocation_percentage`,
     /// rounded to the nearest unit; the whole without one), one no longer refunded whose refund debit stands is
-    /// credited back what that debit took (`refund_reversal`, Apple reversed the refund). Each refund and each reversal of a transaction
-    /// is numbered (`cycle`, the reversals before it plus one) and written once per number (a unique key), so a
-    /// refund → reversal → refund is debited twice and credited back once, while a statement seen again, or two
-    /// recordings racing, write nothing more. Balance rows move with their entries. Returns the transactions whose
-    /// refund this credited back.
+    /// credited back what the debit took (`refund_reversal`, Apple reversed the refund), and one still refunded
+    /// whose share changed is debited or credited the difference (`refund_adjustment`). Refunds and reversals of a
+    /// transaction are numbered (`cycle`, the reversals before it plus one), adjustments apart (the adjustments
+    /// before it plus one), each written once per number (a unique key), so a refund → reversal → refund is debited
+    /// twice and credited back once, while a statement seen again, or two recordings racing, write nothing more.
+    /// Balance rows move with their entries. Returns the transactions whose refund this credited back.
     @discardableResult
     func settleRefunds(_ transactionIDs: [String], on db: some PostgresQueryable) async throws -> Set<String> {
         guard !transactionIDs.isEmpty else { return [] }
         return Set(try await db.query("""
             WITH entry AS (
                     INSERT INTO consumable_ledger (user_id, currency, amount, kind, transaction_id, cycle)
-                    SELECT c.user_id, c.currency,
-                           CASE WHEN refunded THEN -((c.amount * coalesce(t.revocation_percentage, 100000) + 50000) / 100000)
-                                ELSE -n.outstanding END,
-                           CASE WHEN refunded THEN 'refund' ELSE 'refund_reversal' END, c.transaction_id, n.reversals + 1
+                    SELECT c.user_id, c.currency, g.target - n.outstanding,
+                           CASE WHEN NOT s.refunded THEN 'refund_reversal'
+                                WHEN n.refunds = n.reversals THEN 'refund' ELSE 'refund_adjustment' END,
+                           c.transaction_id,
+                           CASE WHEN s.refunded AND n.refunds > n.reversals THEN n.adjustments + 1 ELSE n.reversals + 1 END
                       FROM consumable_ledger c
                       JOIN app_store_transactions t ON t.transaction_id = c.transaction_id
                      CROSS JOIN LATERAL (SELECT t.cancellation_date IS NOT NULL AS refunded) s
                      CROSS JOIN LATERAL (
+                           SELECT CASE WHEN s.refunded THEN -((c.amount * coalesce(t.revocation_percentage, 100000) + 50000) / 100000)
+                                       ELSE 0 END AS target) g
+                     CROSS JOIN LATERAL (
                            SELECT count(*) FILTER (WHERE kind = 'refund') AS refunds,
                                   count(*) FILTER (WHERE kind = 'refund_reversal') AS reversals,
+                                  count(*) FILTER (WHERE kind = 'refund_adjustment') AS adjustments,
                                   coalesce(sum(amount), 0) AS outstanding
-                             FROM consumable_ledger WHERE transaction_id = c.transaction_id AND kind IN ('refund', 'refund_reversal')) n
+                             FROM consumable_ledger
+                            WHERE transaction_id = c.transaction_id AND kind IN ('refund', 'refund_reversal', 'refund_adjustment')) n
                      WHERE c.transaction_id = ANY($1) AND c.kind = 'credit'
-                       AND n.refunds - n.reversals = CASE WHEN refunded THEN 0 ELSE 1 END
+                       AND CASE WHEN s.refunded THEN n.refunds = n.reversals OR n.outstanding <> g.target
+                                ELSE n.refunds > n.reversals END
                     ON CONFLICT (transaction_id, kind, cycle) WHERE transaction_id IS NOT NULL DO NOTHING
                     RETURNING user_id, currency, amount, transaction_id, kind),
                  total AS (SELECT user_id, currency, sum(amount) AS amount FROM entry GROUP BY user_id, currency),

@@ -33,6 +33,15 @@ struct ReportStore: ReportReading {
     /// Whether transaction `t` was refunded (or revoked): a period that ended by an upgrade carries the upgrade's
     /// date as its `cancellation_date` too, but was paid for.
     private static let refunded = "t.cancellation_date IS NOT NULL AND NOT t.is_upgraded"
+    /// The units of transaction `t` paid for and kept: its quantity, less the share refunded (all of it without a
+    /// `revocation_percentage`: migration 0018), none for a free trial.
+    private static let keptUnits = """
+        CASE WHEN t.is_trial_period THEN 0
+             WHEN \(refunded) THEN t.quantity * (100000 - coalesce(t.revocation_percentage, 100000)) / 100000.0
+             ELSE t.quantity END
+        """
+    /// The revenue of rows grouped with price `pr`: the price × the units kept, to the price's own decimals.
+    private static let revenue = "round(pr.price::numeric * coalesce(sum(\(keptUnits)), 0), scale(pr.price::numeric)) AS revenue"
 
     func purchases(from: Date, to: Date, environment: StoreEnvironment?, on db: some PostgresQueryable) async throws -> PurchaseReportBody {
         var parameters: [any PostgresEncodable] = [from, to]
@@ -45,7 +54,7 @@ struct ReportStore: ReportReading {
                    count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
                    pr.price, pr.price_currency,
-                   pr.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE NOT (\(Self.refunded)) AND NOT t.is_trial_period), 0) AS revenue
+                   \(Self.revenue)
               FROM app_store_transactions t LEFT JOIN products p USING (product_id)
               \(Self.priceThen)
              WHERE t.purchase_date >= $1 AND t.purchase_date < $2 AND t.ownership = 'purchased'\(environment == nil ? "" : " AND t.environment = $3")
@@ -84,7 +93,7 @@ struct ReportStore: ReportReading {
                    count(*) FILTER (WHERE \(Self.refunded)) AS refunded,
                    count(*) FILTER (WHERE t.is_trial_period) AS trials,
                    sum(t.quantity) AS units,
-                   pr.price::numeric * coalesce(sum(t.quantity) FILTER (WHERE NOT (\(Self.refunded)) AND NOT t.is_trial_period), 0) AS revenue,
+                   \(Self.revenue),
                    pr.price_currency
               FROM app_store_transactions t
               \(Self.priceThen)

@@ -84,17 +84,24 @@ public struct HTTPRequest: Sendable, Equatable {
         guard String(validating: body, as: UTF8.self) != nil else {
             throw ProblemError.badRequest("The request body is not valid UTF-8.")
         }
-        switch JSONLeniency.first(in: body) {
-        case .repeatedName(let field): throw ProblemError.badRequest("The field '\(field)' is given more than once.", field: field)
-        case .trailingComma: throw ProblemError.badRequest("The request body is not valid JSON: a comma comes before '}' or ']'.")
-        case nil: break
-        }
+        try refuseLenientJSON()
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .rfc3339
         do {
             return try decoder.decode(T.self, from: Data(body))
         } catch let error as DecodingError {
             throw Self.problem(for: error)
+        }
+    }
+
+    /// Throws the 400 ``decodeJSON(_:)`` gives for what Foundation's parsers accept in a body and JSON does not, or
+    /// other parsers read otherwise: a name given twice in one object (naming it), a comma before `}` or `]`. For a
+    /// route that parses its body by other means.
+    public func refuseLenientJSON() throws {
+        switch JSONLeniency.first(in: box.fields.body) {
+        case .repeatedName(let field): throw ProblemError.badRequest("The field '\(field)' is given more than once.", field: field)
+        case .trailingComma: throw ProblemError.badRequest("The request body is not valid JSON: a comma comes before '}' or ']'.")
+        case nil: break
         }
     }
 
