@@ -87,14 +87,20 @@ protocol WebhookDeliveryReading: Sendable {
 /// the deliveries list and redelivery.
 @Loop
 struct WebhookDeliveryStore: WebhookDeliveryReading {
-    /// Claims up to `limit` events due at `now`, oldest due first, each until `now + leaseMs`.
+    /// Claims up to `limit` events due at `now`, oldest due first, each until `now + leaseMs`; an event only when
+    /// no earlier event of its user is pending and due, or being sent (migration 0019), so that a user's events reach
+    /// a receiver that answers in sequence order, one at a time; an earlier one waiting for a later retry (its
+    /// receiver refused it) holds none back.
     func claimDue(limit: Int, now: Date, leaseMs: Int, on db: some PostgresQueryable) async throws -> [DeliveryClaim] {
         try await db.query("""
             UPDATE webhook_events e
                SET claim_id = gen_random_uuid(), next_attempt_at = $1 + $3 * interval '1 millisecond',
                    attempts = e.attempts + 1, last_attempt_at = $1
-              FROM (SELECT event_id FROM webhook_events
+              FROM (SELECT event_id FROM webhook_events w
                      WHERE delivery_status = 'pending' AND next_attempt_at <= $1
+                       AND NOT EXISTS (SELECT 1 FROM webhook_events o
+                                        WHERE o.user_id = w.user_id AND o.sequence < w.sequence AND o.delivery_status = 'pending'
+                                          AND (o.next_attempt_at <= $1 OR o.claim_id IS NOT NULL))
                      ORDER BY next_attempt_at
                      LIMIT $2
                      FOR UPDATE SKIP LOCKED) due
