@@ -53,9 +53,7 @@ extension DerivedEntitlementEvent {
                         .max(by: { $0.transaction.wasBought(before: $1.transaction) }) {
                 // A purchase that gave nothing any more (ended, refunded) moved: only its listing changed, and the
                 // event still names it, as the recording shows it.
-                event = DerivedEntitlementEvent(
-                    type: .transfer, productID: newest.transaction.productID, transactionID: newest.transaction.transactionID,
-                    originalTransactionID: newest.transaction.originalTransactionID, environment: newest.environment)
+                event = DerivedEntitlementEvent(type: .transfer, transaction: newest)
                 movedChain = newest.transaction.originalTransactionID
             } else {
                 event = DerivedEntitlementEvent(type: .transfer)
@@ -106,9 +104,7 @@ extension DerivedEntitlementEvent {
                 let named = consumable == .refundReversed && !reversed.isEmpty ? reversed : boughtNow.isEmpty ? consumables : boughtNow
                 let bought = named
                     .max { $0.transaction.wasBought(before: $1.transaction) }
-                return DerivedEntitlementEvent(
-                    type: consumable, productID: bought?.transaction.productID, transactionID: bought?.transaction.transactionID,
-                    originalTransactionID: bought?.transaction.originalTransactionID, environment: bought?.environment)
+                return bought.map { DerivedEntitlementEvent(type: consumable, transaction: $0) } ?? DerivedEntitlementEvent(type: consumable)
             }
             let anyActive = after.entitlements.values.contains(where: \.active)
             return DerivedEntitlementEvent(type: meaning ?? (anyActive ? .renewal : .expiration))
@@ -136,8 +132,7 @@ extension DerivedEntitlementEvent {
               let taken = cancelled.filter({ $0.transaction.productID == shown.productID })
                 .max(by: { $0.transaction.wasBought(before: $1.transaction) })
         else { return nil }
-        return DerivedEntitlementEvent(type: change.type, productID: taken.transaction.productID, transactionID: taken.transaction.transactionID,
-                                       originalTransactionID: taken.transaction.originalTransactionID, environment: taken.environment)
+        return DerivedEntitlementEvent(type: change.type, transaction: taken)
     }
 
     /// The App Store purchase a transfer is about: that of the most significant entitlement change it made, one of
@@ -179,6 +174,12 @@ extension DerivedEntitlementEvent {
         default:
             nil
         }
+    }
+
+    /// The event about one recorded transaction: its product, ids and environment.
+    private init(type: EntitlementEventType, transaction owned: OwnedTransaction) {
+        self.init(type: type, productID: owned.transaction.productID, transactionID: owned.transaction.transactionID,
+                  originalTransactionID: owned.transaction.originalTransactionID, environment: owned.environment)
     }
 
     /// The event about `purchase` (an App Store purchase; nil for grants), with the newest transaction of

@@ -121,8 +121,8 @@ final class EntitlementCache {
     }
 
     /// True when the cache may answer: enabled and listening, within the listener's answer window on the loop's
-    /// clock now (as `PostgresListener.isListeningNow` reads it: a process paused past the window answers the
-    /// requests of its wake-up before the listener's timer says it stopped listening).
+    /// clock now (a process paused past the window answers the requests of its wake-up before the listener's timer
+    /// says it stopped listening).
     var isServing: Bool { entries != nil && isListening && EventLoop.shared.now < listeningUntil }
 
     /// The end of the listener's answer window (loop time, ms), from `PostgresListener`'s `onWindow`; no end for a

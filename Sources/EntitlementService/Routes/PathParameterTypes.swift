@@ -28,9 +28,9 @@ struct UserID: PathParameterValue {
         }
     }
 
-    /// Whether `text` is in normalization form C (ASCII always is).
+    /// Whether `text` is in normalization form C (ASCII always is: the caller passes it without asking).
     static func isComposed(_ text: String) -> Bool {
-        text.utf8.allSatisfy { $0 < 0x80 } || text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8)
+        text.precomposedStringWithCanonicalMapping.utf8.elementsEqual(text.utf8)
     }
 
     static let pathParameterRequirement = "must be 1 to 128 printable characters, in Unicode normalization form C"

@@ -1,4 +1,5 @@
 import CUV
+import Glibc
 
 /// What the parser found in the bytes it was given, in order.
 enum HTTPParserEvent: Sendable, Equatable {
@@ -103,22 +104,29 @@ final class HTTPRequestParser {
 
     /// Checks the head's line endings in `bytes` up to its empty line (then stops: the body may hold anything);
     /// false at an LF not preceded by CR. Empty lines before the request line are skipped, as http-parser does.
+    /// It looks only at each LF and the byte before it (`memchr` finds them): every request's head passes here.
     private func checkHeadLines(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        guard var lines = headLines else { return true }
-        for byte in bytes {
-            if byte == UInt8(ascii: "\n") {
-                guard lines.previous == UInt8(ascii: "\r") else { return false }
-                if !lines.lineHasBytes && lines.sawLine {
-                    headLines = nil  // the empty line that ends the head
-                    return true
-                }
-                lines.sawLine = lines.sawLine || lines.lineHasBytes
-                lines.lineHasBytes = false
-            } else if byte != UInt8(ascii: "\r") {
-                lines.lineHasBytes = true
+        guard var lines = headLines, let base = bytes.baseAddress else { return true }
+        let cr = UInt8(ascii: "\r"), lf = UInt8(ascii: "\n")
+        var start = 0
+        while start < bytes.count, let found = memchr(base + start, Int32(lf), bytes.count - start) {
+            let end = base.distance(to: UnsafeRawPointer(found))
+            guard (end > 0 ? bytes[end - 1] : lines.previous) == cr else { return false }
+            // The line's bytes before its CR: here from `start`, or in earlier bytes.
+            let hasBytes = lines.lineHasBytes || end - 1 > start
+            if !hasBytes && lines.sawLine {
+                headLines = nil  // the empty line that ends the head
+                return true
             }
-            lines.previous = byte
+            lines.sawLine = lines.sawLine || hasBytes
+            lines.lineHasBytes = false
+            start = end + 1
         }
+        if start < bytes.count {
+            // A line begun, to go on in the next bytes; a CR alone at the end may be its end's first half.
+            lines.lineHasBytes = lines.lineHasBytes || bytes.count - start > 1 || bytes[start] != cr
+        }
+        lines.previous = bytes[bytes.count - 1]
         headLines = lines
         return true
     }

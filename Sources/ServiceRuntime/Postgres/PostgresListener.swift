@@ -46,22 +46,15 @@ public final class PostgresListener {
     public let settings: Settings
     /// True while the `LISTEN`s are in force on a live connection.
     public private(set) var isListening = false
-    /// With `answerWindowMs`: when (loop time, ms) the window of the last answered query ends.
-    private var windowEnd: UInt64?
-    /// ``isListening``, with the answer window checked on the loop's clock now rather than when its timer fires: a
-    /// process paused past the window (stopped, swapped out) runs the I/O callbacks of its wake-up, requests among
-    /// them, before its timers, and notifications held up meanwhile may not have been read yet.
-    public var isListeningNow: Bool {
-        guard isListening else { return false }
-        return windowEnd.map { EventLoop.shared.now < $0 } ?? true
-    }
     /// The server process of the listening connection; nil while not listening.
     public var backendPID: Int32? { isListening ? connection?.backendPID : nil }
 
     private let onNotification: @Loop (PostgresNotification) -> Void
     private let onStateChange: @Loop (Bool) -> Void
-    /// With `answerWindowMs`: told the window's new end (loop time, ms) at each answered query, so an owner that
-    /// checks it on every use keeps it at hand (``isListeningNow`` reads it the same way).
+    /// With `answerWindowMs`: told the window's new end (loop time, ms) at each answered query. An owner that
+    /// compares it with the loop's clock at every use needs no timer: a process paused past the window (stopped,
+    /// swapped out) runs the I/O callbacks of its wake-up, requests among them, before its timers, and notifications
+    /// held up meanwhile may not have been read yet.
     private let onWindow: @Loop (UInt64) -> Void
     private var connection: PostgresConnection?
     /// Reports the end of `answerWindowMs` since the last answered query; re-armed by each answer.
@@ -168,7 +161,6 @@ public final class PostgresListener {
         guard let window = settings.answerWindowMs else { return setListening(true) }
         let elapsed = EventLoop.shared.now &- sent
         guard elapsed < window else { return }
-        windowEnd = sent + window
         onWindow(sent + window)
         setListening(true)
         answerDeadline.start(after: window - elapsed) { [weak self] in
